@@ -1,0 +1,429 @@
+"""Concept classes, example distributions, hypotheses and the ``Referee`` (KLNRS §3, §5).
+
+A labeled example is a record: the *features* (every schema field but the last) and the label
+(the last field, ``y``). A ``Concept`` labels features; a ``ConceptClass`` fixes the schema and
+enumerates or draws targets; a ``Distribution`` draws features from per-user uniforms (so records
+are a pure function of the population seed and the user id). A ``Hypothesis`` is anything with a
+vectorized ``predict(features)``. The ``Referee`` knows D and the target and computes error(h) =
+Pr_{(x,y)~D}[h(x) ≠ y] exactly (closed form or enumeration); learners and the aggregator never
+see it.
+
+Classes: PARITY (§3.2, labels in {0,1}), MASKED-PARITY (§5, features (x, i, b), labels ±1,
+d a power of 2), POINT and THRESHOLD on {0,1}^d (labels in {0,1}), CONJUNCTION of literals.
+Optional label noise (each label flipped w.p. η) gives the agnostic setting (Definition 3.2).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Protocol, runtime_checkable
+
+import numpy as np
+
+from ldp.core.errors import ParameterError, UnknownKindError
+from ldp.core.rng import UserRandomness
+from ldp.core.schema import Field, Schema
+
+__all__ = [
+    "Hypothesis",
+    "Concept",
+    "ConceptClass",
+    "Distribution",
+    "Uniform",
+    "ProductBernoulli",
+    "PointMixture",
+    "ParityConcept",
+    "MaskedParityConcept",
+    "PointConcept",
+    "ThresholdConcept",
+    "ConjunctionConcept",
+    "ConstantHypothesis",
+    "concept_class",
+    "Referee",
+    "bits_to_int",
+    "int_to_bits",
+]
+
+
+@runtime_checkable
+class Hypothesis(Protocol):
+    """Anything that labels features: ``predict(features) -> labels`` (vectorized)."""
+
+    def predict(self, features: np.ndarray) -> np.ndarray: ...
+
+
+def bits_to_int(bits: np.ndarray) -> np.ndarray:
+    """Rows of bits (most significant first) → integers (d ≤ 62)."""
+    bits = np.asarray(bits, dtype=np.int64)
+    weights = 1 << np.arange(bits.shape[-1] - 1, -1, -1, dtype=np.int64)
+    return bits @ weights
+
+
+def int_to_bits(values: np.ndarray | int, d: int) -> np.ndarray:
+    """Integers → rows of d bits, most significant first."""
+    values = np.asarray(values, dtype=np.int64)
+    return ((values[..., None] >> np.arange(d - 1, -1, -1, dtype=np.int64)) & 1).astype(np.int16)
+
+
+# --- concepts (targets and proper hypotheses are the same objects) ---
+
+
+class Concept(ABC):
+    """A labeling function c: features → labels, usable as a hypothesis."""
+
+    @abstractmethod
+    def predict(self, features: np.ndarray) -> np.ndarray: ...
+
+    @abstractmethod
+    def to_json(self) -> dict[str, Any]: ...
+
+
+@dataclass(frozen=True)
+class ConstantHypothesis(Concept):
+    """h(x) = label for every x (e.g. a learner's fallback)."""
+
+    label: int
+
+    def predict(self, features: np.ndarray) -> np.ndarray:
+        return np.full(len(features), self.label, dtype=np.int16)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": "constant", "label": int(self.label)}
+
+
+@dataclass(frozen=True)
+class ParityConcept(Concept):
+    """c_r(x) = ⟨r, x⟩ mod 2 (KLNRS §3.2). ``r`` is a tuple of d bits."""
+
+    r: tuple[int, ...]
+
+    def predict(self, features: np.ndarray) -> np.ndarray:
+        return ((features[:, : len(self.r)] @ np.asarray(self.r, dtype=np.int64)) & 1).astype(np.int16)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": "parity", "r": list(self.r)}
+
+
+@dataclass(frozen=True)
+class MaskedParityConcept(Concept):
+    """c_{r,a}(x, i, b) = (−1)^{⟨r,x⟩+a} if b = 0, (−1)^{r_i} if b = 1 (KLNRS §5)."""
+
+    r: tuple[int, ...]
+    a: int
+
+    def predict(self, features: np.ndarray) -> np.ndarray:
+        d = len(self.r)
+        r = np.asarray(self.r, dtype=np.int64)
+        x, i, b = features[:, :d].astype(np.int64), features[:, d].astype(np.int64), features[:, d + 1]
+        masked = (x @ r + self.a) & 1
+        revealed = r[i]
+        bit = np.where(b == 0, masked, revealed)
+        return (1 - 2 * bit).astype(np.int16)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": "masked_parity", "r": list(self.r), "a": int(self.a)}
+
+
+@dataclass(frozen=True)
+class PointConcept(Concept):
+    """c_p(x) = 1 iff x = p, for p ∈ {0,1}^d (POINT_d)."""
+
+    p: tuple[int, ...]
+
+    def predict(self, features: np.ndarray) -> np.ndarray:
+        return np.all(features[:, : len(self.p)] == np.asarray(self.p), axis=1).astype(np.int16)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": "point", "p": list(self.p)}
+
+
+@dataclass(frozen=True)
+class ThresholdConcept(Concept):
+    """c_t(x) = 1 iff int(x) < t, x read as a d-bit integer, most significant bit first
+    (THRESH_d; t ∈ [0, 2^d])."""
+
+    t: int
+    d: int
+
+    def predict(self, features: np.ndarray) -> np.ndarray:
+        return (bits_to_int(features[:, : self.d]) < self.t).astype(np.int16)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": "threshold", "t": int(self.t), "d": self.d}
+
+
+@dataclass(frozen=True)
+class ConjunctionConcept(Concept):
+    """c(x) = AND of literals x_j = v_j over ``literals`` = ((j, v), ...); empty: always 1."""
+
+    literals: tuple[tuple[int, int], ...]
+
+    def predict(self, features: np.ndarray) -> np.ndarray:
+        out = np.ones(len(features), dtype=bool)
+        for j, v in self.literals:
+            out &= features[:, j] == v
+        return out.astype(np.int16)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": "conjunction", "literals": [list(lit) for lit in self.literals]}
+
+
+def concept_from_json(data: Mapping[str, Any]) -> Concept:
+    kind = data.get("kind")
+    if kind == "parity":
+        return ParityConcept(tuple(int(v) for v in data["r"]))
+    if kind == "masked_parity":
+        return MaskedParityConcept(tuple(int(v) for v in data["r"]), int(data["a"]))
+    if kind == "point":
+        return PointConcept(tuple(int(v) for v in data["p"]))
+    if kind == "threshold":
+        return ThresholdConcept(int(data["t"]), int(data["d"]))
+    if kind == "conjunction":
+        return ConjunctionConcept(tuple((int(j), int(v)) for j, v in data["literals"]))
+    if kind == "constant":
+        return ConstantHypothesis(int(data["label"]))
+    raise UnknownKindError(f"unknown concept kind {kind!r}")
+
+
+# --- distributions over features ---
+
+
+class Distribution(ABC):
+    """A distribution D over feature vectors, drawn from per-user uniforms."""
+
+    @abstractmethod
+    def sample(self, schema: Schema, randomness: UserRandomness, target: Concept) -> np.ndarray:
+        """Features for each user: int16 array (users, feature width)."""
+
+    @abstractmethod
+    def probabilities(self, schema: Schema, features: np.ndarray, target: Concept) -> np.ndarray:
+        """Exact Pr_D[features] for every row (for the Referee's enumeration)."""
+
+    @abstractmethod
+    def to_json(self) -> dict[str, Any]: ...
+
+
+def _feature_fields(schema: Schema) -> tuple[Field, ...]:
+    return schema.fields[:-1]
+
+
+@dataclass(frozen=True)
+class Uniform(Distribution):
+    """Every feature column uniform over its field's range, independently."""
+
+    def sample(self, schema: Schema, randomness: UserRandomness, target: Concept) -> np.ndarray:
+        cols = []
+        draw = 0
+        for f in _feature_fields(schema):
+            for _ in range(f.length):
+                cols.append(f.low + np.minimum((randomness.uniform(draw) * f.cardinality).astype(np.int64), f.cardinality - 1))
+                draw += 1
+        return np.stack(cols, axis=1).astype(np.int16)
+
+    def probabilities(self, schema: Schema, features: np.ndarray, target: Concept) -> np.ndarray:
+        size = math.prod(f.cardinality**f.length for f in _feature_fields(schema))
+        return np.full(len(features), 1.0 / size)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": "uniform"}
+
+
+@dataclass(frozen=True)
+class ProductBernoulli(Distribution):
+    """Bit features, each 1 independently with probability ``p`` (schema of one bit field x)."""
+
+    p: float
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.p < 1.0:
+            raise ParameterError(f"ProductBernoulli: p must be in (0, 1), got {self.p}")
+
+    def sample(self, schema: Schema, randomness: UserRandomness, target: Concept) -> np.ndarray:
+        width = schema.width - 1
+        return np.stack([(randomness.uniform(j) < self.p) for j in range(width)], axis=1).astype(np.int16)
+
+    def probabilities(self, schema: Schema, features: np.ndarray, target: Concept) -> np.ndarray:
+        ones = features.sum(axis=1)
+        width = features.shape[1]
+        return self.p**ones * (1 - self.p) ** (width - ones)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": "product_bernoulli", "p": self.p}
+
+
+@dataclass(frozen=True)
+class PointMixture(Distribution):
+    """With probability ``weight`` the target point p itself, otherwise uniform on {0,1}^d.
+
+    The usual hard-but-learnable distribution for POINT_d: positives are frequent enough to matter.
+    """
+
+    weight: float
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.weight < 1.0:
+            raise ParameterError(f"PointMixture: weight must be in (0, 1), got {self.weight}")
+
+    def sample(self, schema: Schema, randomness: UserRandomness, target: Concept) -> np.ndarray:
+        if not isinstance(target, PointConcept):
+            raise ParameterError("PointMixture needs a POINT target")
+        uniform = Uniform().sample(schema, randomness, target)
+        at_point = randomness.uniform(schema.width + 1) < self.weight
+        uniform[at_point] = np.asarray(target.p, dtype=np.int16)
+        return uniform
+
+    def probabilities(self, schema: Schema, features: np.ndarray, target: Concept) -> np.ndarray:
+        assert isinstance(target, PointConcept)
+        d = features.shape[1]
+        base = (1 - self.weight) / 2.0**d
+        return base + self.weight * np.all(features == np.asarray(target.p), axis=1)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": "point_mixture", "weight": self.weight}
+
+
+def distribution_from_json(data: Mapping[str, Any]) -> Distribution:
+    kind = data.get("kind")
+    if kind == "uniform":
+        return Uniform()
+    if kind == "product_bernoulli":
+        return ProductBernoulli(float(data["p"]))
+    if kind == "point_mixture":
+        return PointMixture(float(data["weight"]))
+    raise UnknownKindError(f"unknown distribution kind {kind!r}; known: uniform, product_bernoulli, point_mixture")
+
+
+# --- concept classes ---
+
+
+@dataclass(frozen=True)
+class ConceptClass:
+    """A family C_d: its name, dimension d, the record schema, and how to draw a target."""
+
+    name: str
+    d: int
+    schema: Schema = field(init=False)
+
+    def __post_init__(self) -> None:
+        if self.name not in _SCHEMAS:
+            raise UnknownKindError(f"unknown concept class {self.name!r}; known: {sorted(_SCHEMAS)}")
+        if self.d < 1:
+            raise ParameterError(f"{self.name}: d must be ≥ 1, got {self.d}")
+        if self.name == "masked_parity" and (self.d < 2 or self.d & (self.d - 1)):
+            raise ParameterError(f"masked_parity: d must be a power of 2 and ≥ 2 (KLNRS §5), got {self.d}")
+        if self.name == "threshold" and self.d > 62:
+            raise ParameterError(f"threshold: d must be ≤ 62, got {self.d}")
+        object.__setattr__(self, "schema", _SCHEMAS[self.name](self.d))
+
+    @property
+    def feature_width(self) -> int:
+        return self.schema.width - 1
+
+    def random_target(self, rng: np.random.Generator) -> Concept:
+        d = self.d
+        if self.name == "parity":
+            return ParityConcept(tuple(int(v) for v in rng.integers(0, 2, d)))
+        if self.name == "masked_parity":
+            return MaskedParityConcept(tuple(int(v) for v in rng.integers(0, 2, d)), int(rng.integers(0, 2)))
+        if self.name == "point":
+            return PointConcept(tuple(int(v) for v in rng.integers(0, 2, d)))
+        if self.name == "threshold":
+            return ThresholdConcept(int(rng.integers(0, 2**d + 1)), d)
+        # conjunction: each variable appears positively, negatively or not, w.p. 1/4, 1/4, 1/2
+        kinds = rng.integers(0, 4, d)
+        return ConjunctionConcept(tuple((j, int(k)) for j, k in enumerate(kinds) if k < 2))
+
+
+def _bits_schema(d: int) -> Schema:
+    return Schema((Field("x", d, 0, 1), Field("y", 1, 0, 1)))
+
+
+def _masked_parity_schema(d: int) -> Schema:
+    return Schema((Field("x", d, 0, 1), Field("i", 1, 0, d - 1), Field("b", 1, 0, 1), Field("y", 1, -1, 1)))
+
+
+_SCHEMAS = {
+    "parity": _bits_schema,
+    "point": _bits_schema,
+    "threshold": _bits_schema,
+    "conjunction": _bits_schema,
+    "masked_parity": _masked_parity_schema,
+}
+
+
+def concept_class(name: str, d: int) -> ConceptClass:
+    return ConceptClass(name, d)
+
+
+# --- the referee ---
+
+MAX_ENUMERATION = 1 << 22
+
+
+@dataclass(frozen=True)
+class Referee:
+    """Ground truth for measuring a learner: error(h) = Pr_{(x,y)~D}[h(x) ≠ y], exactly.
+
+    With label noise η the labels are flipped w.p. η independently of x, so
+    error(h) = η + (1 − 2η)·Pr_D[h(x) ≠ c(x)] (the agnostic error; ``clean_error`` gives the
+    second factor). Closed forms for PARITY and MASKED-PARITY under the uniform distribution;
+    exact enumeration of the feature domain otherwise (up to 2^22 points).
+    """
+
+    concept_class: ConceptClass
+    target: Concept
+    distribution: Distribution = field(default_factory=Uniform)
+    label_noise: float = 0.0
+
+    def error(self, hypothesis: Hypothesis) -> float:
+        clean = self.clean_error(hypothesis)
+        return self.label_noise + (1.0 - 2.0 * self.label_noise) * clean
+
+    def clean_error(self, hypothesis: Hypothesis) -> float:
+        """Pr_{x~D}[h(x) ≠ c(x)]."""
+        closed = self._closed_form(hypothesis)
+        if closed is not None:
+            return closed
+        features = self._enumerate()
+        probs = self.distribution.probabilities(self.concept_class.schema, features, self.target)
+        wrong = np.asarray(hypothesis.predict(features)) != self.target.predict(features)
+        return float(np.sum(probs * wrong))
+
+    def _closed_form(self, h: Hypothesis) -> float | None:
+        t = self.target
+        if not isinstance(self.distribution, Uniform):
+            return None
+        if isinstance(t, ParityConcept) and isinstance(h, ParityConcept):
+            return 0.0 if h.r == t.r else 0.5
+        if isinstance(t, MaskedParityConcept) and isinstance(h, MaskedParityConcept):
+            d = len(t.r)
+            # b = 0 half: equal parities agree (a = a') or always disagree; different r: 1/2.
+            if h.r == t.r:
+                masked = 0.0 if h.a == t.a else 1.0
+            else:
+                masked = 0.5
+            revealed = float(np.mean(np.asarray(h.r) != np.asarray(t.r)))
+            del d
+            return 0.5 * masked + 0.5 * revealed
+        return None
+
+    def _enumerate(self) -> np.ndarray:
+        fields = _feature_fields(self.concept_class.schema)
+        size = math.prod(f.cardinality**f.length for f in fields)
+        if size > MAX_ENUMERATION:
+            raise ParameterError(
+                f"the feature domain has {size} points > 2^22; the Referee computes exact errors only in closed form there"
+            )
+        columns = []
+        for f in fields:
+            columns += [np.arange(f.low, f.high + 1)] * f.length
+        grid = np.array(list(itertools.product(*columns)), dtype=np.int16) if len(columns) <= 8 else _product_grid(columns)
+        return grid
+
+
+def _product_grid(columns: list[np.ndarray]) -> np.ndarray:
+    mesh = np.meshgrid(*columns, indexing="ij")
+    return np.stack([m.ravel() for m in mesh], axis=1).astype(np.int16)

@@ -1,0 +1,106 @@
+"""Records: fixed-width rows of small integers, described by a ``Schema``.
+
+A database z = (z_1, ..., z_n) (KLNRS §2.1) is held as one int16 numpy array of shape
+(n, schema.width); a field such as x ∈ {0,1}^d occupies ``length`` consecutive columns.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+import numpy as np
+
+from ldp.core.errors import ParameterError, UnknownKindError
+
+__all__ = ["Field", "Schema", "RECORD_DTYPE"]
+
+RECORD_DTYPE = np.int16
+
+
+@dataclass(frozen=True)
+class Field:
+    """A named block of ``length`` integer columns, each with values in [low, high]."""
+
+    name: str
+    length: int = 1
+    low: int = 0
+    high: int = 1
+
+    def __post_init__(self) -> None:
+        if not self.name.isidentifier():
+            raise ParameterError(f"field name must be an identifier, got {self.name!r}")
+        if self.length < 1:
+            raise ParameterError(f"field {self.name!r}: length must be ≥ 1, got {self.length}")
+        if not -(2**15) <= self.low < self.high < 2**15:
+            raise ParameterError(
+                f"field {self.name!r}: need -32768 ≤ low < high < 32768, got low={self.low}, high={self.high}"
+            )
+
+    @property
+    def cardinality(self) -> int:
+        """Number of values one column can take."""
+        return self.high - self.low + 1
+
+
+@dataclass(frozen=True)
+class Schema:
+    """An ordered tuple of fields; columns are laid out in field order."""
+
+    fields: tuple[Field, ...]
+
+    def __post_init__(self) -> None:
+        names = [f.name for f in self.fields]
+        if len(set(names)) != len(names):
+            raise ParameterError(f"schema field names must be unique, got {names}")
+        if not self.fields:
+            raise ParameterError("a schema needs at least one field")
+
+    def __iter__(self) -> Iterator[Field]:
+        return iter(self.fields)
+
+    @property
+    def width(self) -> int:
+        return sum(f.length for f in self.fields)
+
+    def field(self, name: str) -> Field:
+        for f in self.fields:
+            if f.name == name:
+                return f
+        raise UnknownKindError(f"unknown field {name!r}; the schema has {[f.name for f in self.fields]}")
+
+    def columns(self, name: str) -> slice:
+        """The column slice of field ``name``."""
+        start = 0
+        for f in self.fields:
+            if f.name == name:
+                return slice(start, start + f.length)
+            start += f.length
+        raise UnknownKindError(f"unknown field {name!r}; the schema has {[f.name for f in self.fields]}")
+
+    def column(self, name: str, index: int = 0) -> int:
+        """The column of element ``index`` of field ``name``, with a clear error when out of range."""
+        f = self.field(name)
+        if not 0 <= int(index) < f.length:
+            raise ParameterError(f"field {name!r} has indices 0..{f.length - 1}, got index {index}")
+        return self.columns(name).start + int(index)
+
+    def column_bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per-column (low, high) arrays."""
+        low = np.concatenate([np.full(f.length, f.low) for f in self.fields])
+        high = np.concatenate([np.full(f.length, f.high) for f in self.fields])
+        return low.astype(np.int64), high.astype(np.int64)
+
+    def validate_records(self, records: np.ndarray) -> None:
+        if records.ndim != 2 or records.shape[1] != self.width:
+            raise ParameterError(f"records must have shape (n, {self.width}), got {records.shape}")
+        low, high = self.column_bounds()
+        if records.size and ((records < low).any() or (records > high).any()):
+            raise ParameterError("records hold values outside the schema's field ranges")
+
+    def to_json(self) -> list[dict[str, Any]]:
+        return [dict(name=f.name, length=f.length, low=f.low, high=f.high) for f in self.fields]
+
+    @classmethod
+    def from_json(cls, data: list[dict[str, Any]]) -> "Schema":
+        return cls(tuple(Field(**d) for d in data))

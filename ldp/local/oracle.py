@@ -1,0 +1,229 @@
+"""The LR oracle LR_z(i, R) (KLNRS Definition 4.3), batched into rounds, over any transport.
+
+``LROracle`` is the one interface every local algorithm is written against. Its single
+primitive is ``await oracle.run_round(request)``: send a ``RoundRequest`` (a batch of
+(users, randomizer) assignments), get back one ``Reports`` per assignment. Subclasses only
+provide ``shards`` (which user ranges exist) and ``_exchange`` (deliver per-shard requests,
+collect replies); splitting a round per shard and reassembling the answers in user order lives
+here, once, so the in-process and gRPC transports return bit-identical results.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ldp.core.errors import ParameterError
+from ldp.core.population import PopulationSpec
+from ldp.core.randomizers import RandomizerSpec
+from ldp.local.messages import Assignment, RoundReply, RoundRequest, Status, Users
+from ldp.local.shard import Shard
+
+__all__ = ["Reports", "ShardRange", "LROracle", "InProcessLROracle", "split_round", "assemble_round"]
+
+
+@dataclass(frozen=True)
+class ShardRange:
+    """Users [first_user, first_user + count) held by one shard (one client process)."""
+
+    key: str
+    first_user: int
+    count: int
+
+
+@dataclass(frozen=True)
+class Reports:
+    """The answer to one request: per user asked, a status; reports of the answered ones.
+
+    ``values[k]`` is the report of ``answered_users[k]`` (users in the order requested).
+    """
+
+    request_id: int
+    randomizer: RandomizerSpec
+    users: np.ndarray
+    status: np.ndarray  # uint8 Status per user
+    values: np.ndarray
+    errors: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def answered_users(self) -> np.ndarray:
+        return self.users[self.status == Status.ANSWERED]
+
+    @property
+    def refused_users(self) -> np.ndarray:
+        return self.users[self.status == Status.REFUSED]
+
+    @property
+    def missing_users(self) -> np.ndarray:
+        return self.users[self.status == Status.MISSING]
+
+    @property
+    def error_users(self) -> np.ndarray:
+        return self.users[self.status == Status.ERROR]
+
+    def counts(self) -> dict[str, int]:
+        return {s.name.lower(): int(np.sum(self.status == s)) for s in Status}
+
+
+def split_round(request: RoundRequest, shards: list[ShardRange]) -> dict[str, RoundRequest]:
+    """Per-shard requests: each assignment restricted to the users each shard holds.
+
+    Raises ParameterError before anything is sent if a request names a user no shard holds.
+    """
+    per_shard: dict[str, list[Assignment]] = {s.key: [] for s in shards}
+    for a in request.assignments:
+        covered = 0
+        for s in shards:
+            part = a.users.within(s.first_user, s.count)
+            if len(part):
+                per_shard[s.key].append(Assignment(a.request_id, part, a.randomizer))
+                covered += len(part)
+        if covered != len(a.users):
+            held = ", ".join(f"{s.first_user}..{s.first_user + s.count - 1}" for s in sorted(shards, key=lambda s: s.first_user)) or "none"
+            raise ParameterError(
+                f"request {a.request_id} names {len(a.users) - covered} user(s) that no connected shard holds (held: {held})"
+            )
+    return {
+        key: RoundRequest(request.session_id, request.session_kind, request.round, tuple(assignments), request.last_round, request.deadline_s)
+        for key, assignments in per_shard.items()
+        if assignments
+    }
+
+
+def assemble_round(
+    request: RoundRequest,
+    sent: dict[str, RoundRequest],
+    replies: dict[str, RoundReply | None],
+) -> list[Reports]:
+    """Reassemble per-shard replies into one ``Reports`` per assignment, in user order.
+
+    A shard whose reply is None (disconnected, deadline missed) marks its users MISSING; a
+    round-level or assignment-level error marks them ERROR and keeps the message.
+    """
+    out = []
+    for a in request.assignments:
+        users = a.users.array()
+        sorter = None if a.users.ids is None else np.argsort(users, kind="stable")
+        status = np.full(len(users), Status.MISSING, dtype=np.uint8)
+        pieces: list[tuple[np.ndarray, np.ndarray]] = []  # (positions of answered users, values)
+        errors: list[str] = []
+        for key, shard_request in sent.items():
+            mine = next((x for x in shard_request.assignments if x.request_id == a.request_id), None)
+            if mine is None:
+                continue
+            ids = mine.users.array()
+            if a.users.ids is None:
+                idx = ids - a.users.start
+            else:  # positions of this shard's ids within the request, vectorized
+                idx = sorter[np.searchsorted(users, ids, sorter=sorter)]
+            reply = replies.get(key)
+            if reply is None:
+                continue  # stays MISSING
+            if reply.error:
+                status[idx] = Status.ERROR
+                errors.append(reply.error)
+                continue
+            result = next((r for r in reply.results if r.request_id == a.request_id), None)
+            if result is None or result.error:
+                status[idx] = Status.ERROR
+                errors.append(result.error if result is not None else f"shard {key} did not answer request {a.request_id}")
+                continue
+            refused = np.asarray(result.refused, dtype=bool)
+            status[idx] = np.where(refused, Status.REFUSED, Status.ANSWERED)
+            pieces.append((idx[~refused], result.values))
+        values = _merge_values(len(users), pieces)
+        out.append(Reports(a.request_id, a.randomizer, users, status, values, tuple(dict.fromkeys(errors))))
+    return out
+
+
+def _merge_values(n: int, pieces: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
+    if not pieces:
+        return np.zeros(0)
+    if len(pieces) == 1:
+        return pieces[0][1]
+    positions = np.concatenate([p for p, _ in pieces])
+    values = np.concatenate([v for _, v in pieces])
+    return values[np.argsort(positions, kind="stable")]
+
+
+class LROracle(ABC):
+    """Access to a population only through ε-local randomizers, one round at a time."""
+
+    def __init__(self) -> None:
+        self._next_session = 0
+
+    @property
+    @abstractmethod
+    def shards(self) -> list[ShardRange]:
+        """The connected shards (which users can be asked)."""
+
+    @property
+    def user_count(self) -> int:
+        return sum(s.count for s in self.shards)
+
+    def new_session_id(self) -> int:
+        """Session ids are issued in program order, so request ids (and hence every draw) are
+        the same on every transport for the same program."""
+        self._next_session += 1
+        return self._next_session
+
+    async def run_round(self, request: RoundRequest) -> list[Reports]:
+        sent = split_round(request, self.shards)
+        replies = await self._exchange(sent, request.deadline_s)
+        return assemble_round(request, sent, replies)
+
+    @abstractmethod
+    async def _exchange(self, sent: dict[str, RoundRequest], deadline_s: float) -> dict[str, RoundReply | None]:
+        """Deliver each shard its request; a reply per shard, or None if it did not answer in time."""
+
+    async def close(self) -> None:
+        """Release the transport (no-op in process)."""
+
+
+class InProcessLROracle(LROracle):
+    """Every shard in this process: fast, for tests and sweeps. ``shards`` > 1 splits users
+    the way client processes would (results are identical either way)."""
+
+    def __init__(self, population: PopulationSpec, shards: int = 1, boundaries: list[int] | None = None) -> None:
+        super().__init__()
+        n = population.size
+        if boundaries is None:
+            if shards < 1:
+                raise ParameterError(f"shards must be ≥ 1, got {shards}")
+            boundaries = [n * k // shards for k in range(shards + 1)]
+        if boundaries[0] != 0 or boundaries[-1] != n or any(b > c for b, c in zip(boundaries, boundaries[1:])):
+            raise ParameterError(f"shard boundaries must rise from 0 to {n}, got {boundaries}")
+        self.population = population
+        self._shards = {
+            f"shard-{k}": Shard(population, lo, hi - lo) for k, (lo, hi) in enumerate(zip(boundaries, boundaries[1:])) if hi > lo
+        }
+
+    @property
+    def shards(self) -> list[ShardRange]:
+        return [ShardRange(key, s.first_user, s.count) for key, s in self._shards.items()]
+
+    def shard(self, key: str) -> Shard:
+        return self._shards[key]
+
+    def ledger_spent_units(self) -> np.ndarray:
+        """Every user's spent budget (exact units), in user order; for tests and labs."""
+        return np.concatenate([s.ledger.spent_units() for s in sorted(self._shards.values(), key=lambda s: s.first_user)])
+
+    async def _exchange(self, sent: dict[str, RoundRequest], deadline_s: float) -> dict[str, RoundReply | None]:
+        replies = {key: self._shards[key].answer(request) for key, request in sent.items()}
+        await asyncio.sleep(0)  # stay a well-behaved coroutine
+        return replies
+
+
+def users_for(request_users: Users | range | np.ndarray | list[int]) -> Users:
+    """Accept a range, id array or Users for convenience in algorithms."""
+    if isinstance(request_users, Users):
+        return request_users
+    if isinstance(request_users, range):
+        if request_users.step != 1:
+            return Users.of(np.arange(request_users.start, request_users.stop, request_users.step))
+        return Users.range(request_users.start, request_users.stop)
+    return Users.of(np.asarray(request_users))

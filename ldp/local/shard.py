@@ -1,0 +1,103 @@
+"""The users' side: a shard of users answering rounds with their own records and ledgers.
+
+One ``Shard`` object is what a client process hosts, and what the in-process oracle holds:
+the same code answers in both transports, so they cannot disagree. A shard
+
+- generates its users' records locally from the population spec (records never leave it),
+- builds each requested ε-local randomizer itself and validates it (unknown kinds, bad
+  parameters, ε that is NaN/inf/≤0/out of range → an error result, ledger unchanged),
+- charges each user's ledger *before* producing the report, refusing users over budget
+  (KLNRS Definition 4.4: the budget is enforced by the user, never trusted from the aggregator),
+- enforces the session rules: one round in a NON_INTERACTIVE session; strictly increasing rounds
+  in an INTERACTIVE one (a replayed round is refused, so it cannot draw fresh randomness).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ldp.core.budget import Ledger
+from ldp.core.errors import LDPError
+from ldp.core.population import PopulationSpec, generate_records
+from ldp.core.randomizers import LocalRandomizer
+from ldp.core.rng import Streams
+from ldp.local.messages import Assignment, Result, RoundReply, RoundRequest, SessionKind
+
+__all__ = ["Shard"]
+
+
+@dataclass
+class _SessionState:
+    kind: SessionKind
+    last_round: int
+
+
+class Shard:
+    """Users first_user .. first_user+count−1 of a population, with records, ledgers, randomness."""
+
+    def __init__(self, spec: PopulationSpec, first_user: int, count: int) -> None:
+        self.spec = spec
+        self.first_user = int(first_user)
+        self.count = int(count)
+        self._records = generate_records(spec, self.first_user, self.count)
+        self.ledger = Ledger(self.first_user, self.count, spec.budget)
+        self._randomness = spec.randomness()
+        self._sessions: dict[int, _SessionState] = {}
+
+    @property
+    def stop(self) -> int:
+        return self.first_user + self.count
+
+    def answer(self, request: RoundRequest) -> RoundReply:
+        """Answer every assignment of one round (vectorized over each assignment's users)."""
+        refusal = self._check_session(request)
+        if refusal:
+            return RoundReply(request.session_id, request.round, error=refusal)
+        return RoundReply(request.session_id, request.round, tuple(self._answer_one(a) for a in request.assignments))
+
+    def _check_session(self, request: RoundRequest) -> str:
+        try:
+            kind = SessionKind(request.session_kind)
+        except ValueError:
+            return f"unknown session kind {request.session_kind!r}; allowed: {[k.name for k in SessionKind]}"
+        state = self._sessions.get(request.session_id)
+        if state is None:
+            if request.round < 0:
+                return f"round numbers start at 0, got {request.round}"
+            if kind == SessionKind.NON_INTERACTIVE and request.round != 0:
+                return f"a non-interactive session has exactly one round, numbered 0; got round {request.round}"
+            self._sessions[request.session_id] = _SessionState(kind, request.round)
+            return ""
+        if state.kind != kind:
+            return f"session {request.session_id} is {state.kind.name}; a round cannot change it to {kind.name}"
+        if kind == SessionKind.NON_INTERACTIVE:
+            return (
+                f"session {request.session_id} is non-interactive and already answered its one round; "
+                f"refusing round {request.round} (KLNRS Def. 4.4: all requests are fixed before any reply)"
+            )
+        if request.round <= state.last_round:
+            return f"session {request.session_id}: round {request.round} is not after the last answered round {state.last_round} (replays are refused)"
+        state.last_round = request.round
+        return ""
+
+    def _answer_one(self, assignment: Assignment) -> Result:
+        users = assignment.users.array()
+        no_values = np.zeros(0)
+        all_refused = np.ones(len(users), dtype=bool)
+        try:
+            if users.size and (users.min() < self.first_user or users.max() >= self.stop):
+                raise LDPError(f"request {assignment.request_id} names users outside this shard's {self.first_user}..{self.stop - 1}")
+            randomizer = LocalRandomizer.build(assignment.randomizer, self.spec.schema)
+            if len(np.unique(users)) != len(users):
+                raise LDPError(f"request {assignment.request_id} names a user twice")
+        except LDPError as exc:
+            return Result(assignment.request_id, no_values, all_refused, error=str(exc))
+        # Charge first (fail closed): a report exists only for users whose charge was recorded.
+        charge = self.ledger.charge(users, randomizer.epsilon)
+        accepted = users[charge.accepted]
+        records = self._records[accepted - self.first_user]
+        randomness = self._randomness.for_request(Streams.REPORTS, assignment.request_id, accepted)
+        values = randomizer.apply(records, randomness)
+        return Result(assignment.request_id, values, charge.refused)
