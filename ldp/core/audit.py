@@ -58,17 +58,26 @@ class ExactAudit:
     max_log_ratio: float
     argmax: tuple[object, object, object]
     method: str
+    normalization_error: float = 0.0  # max_u |Σ_w p(w|u) − 1| over finite outputs
 
     @property
     def passed(self) -> bool:
-        return self.max_log_ratio <= self.epsilon * (1.0 + RELATIVE_TOLERANCE)
+        """Every log-ratio ≤ ε (relative tolerance 1e−12) and every p(·|u) sums to 1 (±1e−9)."""
+        return self.max_log_ratio <= self.epsilon * (1.0 + RELATIVE_TOLERANCE) and self.normalization_error <= 1e-9
+
+
+def _log_prob_matrix(R: Randomizer, inputs: np.ndarray, outputs: np.ndarray) -> np.ndarray:
+    if inputs.ndim == 2:  # record randomizers: rows are inputs and outputs
+        return np.stack([R.log_prob(inputs, w[None, :]) for w in outputs], axis=1)
+    return np.asarray(R.log_prob(inputs[:, None], outputs[None, :]), dtype=np.float64)  # (inputs, outputs)
+
+
+def _normalization_error(R: Randomizer, inputs: np.ndarray, outputs: np.ndarray) -> float:
+    return float(np.abs(np.exp(_log_prob_matrix(R, inputs, outputs)).sum(axis=1) - 1.0).max())
 
 
 def _max_ratio_finite(R: Randomizer, inputs: np.ndarray, outputs: np.ndarray) -> tuple[float, tuple[object, object, object]]:
-    if inputs.ndim == 2:  # record randomizers: rows are inputs and outputs
-        logp = np.stack([R.log_prob(inputs, w[None, :]) for w in outputs], axis=1)
-    else:
-        logp = R.log_prob(inputs[:, None], outputs[None, :])  # (inputs, outputs)
+    logp = _log_prob_matrix(R, inputs, outputs)
     hi, lo = logp.argmax(axis=0), logp.argmin(axis=0)
     spread = logp[hi, np.arange(logp.shape[1])] - logp[lo, np.arange(logp.shape[1])]
     j = int(spread.argmax())
@@ -90,7 +99,9 @@ def verify_exact(R: Randomizer) -> ExactAudit:
             # Finite outputs with probabilities affine (hence monotone) in u: the grid contains
             # the endpoints, where the extremes are, so this is exact.
             ratio, arg = _max_ratio_finite(R, inputs, outputs)
-            return ExactAudit(R.epsilon, ratio, arg, "interval inputs (endpoints included) × finite outputs")
+            return ExactAudit(
+                R.epsilon, ratio, arg, "interval inputs (endpoints included) × finite outputs", _normalization_error(R, inputs, outputs)
+            )
         spread = max(abs(domain.low), abs(domain.high))
         scale = getattr(R, "scale", spread)
         ws = np.linspace(domain.low - 12 * scale, domain.high + 12 * scale, GRID_OUTPUTS)
@@ -99,8 +110,9 @@ def verify_exact(R: Randomizer) -> ExactAudit:
         ratio = max(grid_ratio, analytic)
         return ExactAudit(R.epsilon, ratio, arg, f"analytic supremum {analytic:.6g}; dense grid {grid_ratio:.6g}")
     assert outputs is not None, "a finite input domain needs a finite output domain"
-    ratio, arg = _max_ratio_finite(R, np.asarray(domain), np.asarray(outputs))
-    return ExactAudit(R.epsilon, ratio, arg, "full enumeration")
+    inputs, outs = np.asarray(domain), np.asarray(outputs)
+    ratio, arg = _max_ratio_finite(R, inputs, outs)
+    return ExactAudit(R.epsilon, ratio, arg, "full enumeration", _normalization_error(R, inputs, outs))
 
 
 def _analytic_supremum(R: Randomizer, domain: Interval) -> float:

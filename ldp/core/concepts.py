@@ -219,7 +219,7 @@ class Uniform(Distribution):
         draw = 0
         for f in _feature_fields(schema):
             for _ in range(f.length):
-                cols.append(f.low + np.minimum((randomness.uniform(draw) * f.cardinality).astype(np.int64), f.cardinality - 1))
+                cols.append(f.low + f.step * np.minimum((randomness.uniform(draw) * f.cardinality).astype(np.int64), f.cardinality - 1))
                 draw += 1
         return np.stack(cols, axis=1).astype(np.int16)
 
@@ -342,7 +342,7 @@ def _bits_schema(d: int) -> Schema:
 
 
 def _masked_parity_schema(d: int) -> Schema:
-    return Schema((Field("x", d, 0, 1), Field("i", 1, 0, d - 1), Field("b", 1, 0, 1), Field("y", 1, -1, 1)))
+    return Schema((Field("x", d, 0, 1), Field("i", 1, 0, d - 1), Field("b", 1, 0, 1), Field("y", 1, -1, 1, step=2)))
 
 
 _SCHEMAS = {
@@ -419,7 +419,7 @@ class Referee:
             )
         columns = []
         for f in fields:
-            columns += [np.arange(f.low, f.high + 1)] * f.length
+            columns += [f.values()] * f.length
         grid = np.array(list(itertools.product(*columns)), dtype=np.int16) if len(columns) <= 8 else _product_grid(columns)
         return grid
 

@@ -21,7 +21,7 @@ from typing import Any, Callable, ClassVar, Mapping, Sequence
 
 import numpy as np
 
-from ldp.core.errors import ParameterError, UnknownKindError
+from ldp.core.errors import LDPError, ParameterError, UnknownKindError
 from ldp.core.schema import Schema
 
 __all__ = [
@@ -129,7 +129,9 @@ def make_query(spec: QuerySpec | Mapping[str, Any], schema: Schema) -> Query:
         raise UnknownKindError(f"unknown query kind {spec.name!r}; registered kinds are {query_kinds()}") from None
     try:
         return factory(spec, schema)
-    except (KeyError, TypeError) as exc:  # missing or ill-typed parameter
+    except LDPError:
+        raise
+    except (KeyError, TypeError, ValueError) as exc:  # missing or ill-typed parameter
         raise ParameterError(f"query {spec.name!r}: bad parameters {dict(spec.params)!r} ({exc})") from None
 
 
@@ -161,15 +163,14 @@ class FieldQuery(Query):
         super().__init__(spec, schema)
         self.field_name = _str_param(spec, "field")
         self.column = schema.column(self.field_name, _int_param(spec, "index", 0))
-        f = schema.field(self.field_name)
-        self.low, self.high = f.low, f.high
+        self.field = schema.field(self.field_name)
 
     @property
     def bound(self) -> float:
-        return float(max(abs(self.low), abs(self.high)))
+        return float(max(abs(self.field.low), abs(self.field.high)))
 
     def values(self) -> np.ndarray:
-        return np.arange(self.low, self.high + 1, dtype=np.float64)
+        return self.field.values().astype(np.float64)
 
     def evaluate(self, records: np.ndarray) -> np.ndarray:
         return records[:, self.column].astype(np.float64)
@@ -197,8 +198,8 @@ def _literals(spec: QuerySpec, schema: Schema) -> list[tuple[int, int, bool]]:
         name, index, value = lit[0], lit[1], lit[2]
         equal = bool(lit[3]) if len(lit) == 4 else True
         f = schema.field(str(name))
-        if not f.low <= int(value) <= f.high:
-            raise ParameterError(f"query {spec.name!r}: field {name!r} takes values in [{f.low}, {f.high}], literal tests {value}")
+        if int(value) not in f.values():
+            raise ParameterError(f"query {spec.name!r}: field {name!r} takes values {f.values().tolist()[:16]}, literal tests {value}")
         out.append((schema.column(str(name), int(index)), int(value), equal))
     return out
 
@@ -343,7 +344,7 @@ class RecordQuery(Query):
 
     @property
     def bound(self) -> float:
-        low, high = self.schema.column_bounds()
+        low, high, _ = self.schema.column_bounds()
         return float(np.maximum(np.abs(low), np.abs(high)).max())
 
     @property

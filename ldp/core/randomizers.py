@@ -321,7 +321,7 @@ class PlusMinusRandomizedResponse(Randomizer):
 class RecordRandomizedResponse(Randomizer):
     """Every column j of the record through k_j-ary RR with ε/width (basic composition).
 
-    Input and output: rows of ``width`` integers, column j in [low_j, high_j]. Privacy: a record
+    Input and output: rows of ``width`` integers, column j in {low_j, low_j+step_j, ..., high_j}. Privacy: a record
     pair differs in at most all columns, each contributing ≤ ε/width (KLNRS Claim 2.1), so the
     total log-ratio is ≤ ε. ``log_prob`` sums the per-column log-probabilities.
     """
@@ -329,6 +329,7 @@ class RecordRandomizedResponse(Randomizer):
     epsilon: float
     low: tuple[int, ...]
     high: tuple[int, ...]
+    step: tuple[int, ...] | None = None  # None: all 1
     kind: ClassVar[str] = "record_rr"
     report_dtype: ClassVar[type[np.generic]] = np.int16
 
@@ -338,6 +339,10 @@ class RecordRandomizedResponse(Randomizer):
             raise ParameterError("record_rr needs equal-length, non-empty low and high bounds")
         if any(h <= lo for lo, h in zip(self.low, self.high)):
             raise ParameterError("record_rr: every column needs high > low")
+        if self.step is None:
+            object.__setattr__(self, "step", (1,) * len(self.low))
+        if len(self.step) != len(self.low) or any(s < 1 or (h - lo) % s for lo, h, s in zip(self.low, self.high, self.step)):  # type: ignore[arg-type]
+            raise ParameterError("record_rr: every column needs a step ≥ 1 that divides high − low")
 
     @property
     def width(self) -> int:
@@ -348,21 +353,28 @@ class RecordRandomizedResponse(Randomizer):
         return self.epsilon / self.width
 
     def _k(self) -> np.ndarray:
-        return np.asarray(self.high, dtype=np.int64) - np.asarray(self.low, dtype=np.int64) + 1
+        return (np.asarray(self.high, dtype=np.int64) - np.asarray(self.low, dtype=np.int64)) // self._step() + 1
+
+    def _step(self) -> np.ndarray:
+        return np.asarray(self.step, dtype=np.int64)
+
+    def column_values(self, column: int) -> np.ndarray:
+        return np.arange(self.low[column], self.high[column] + 1, self._step()[column])
 
     def sample(self, inputs: np.ndarray, randomness: UserRandomness) -> np.ndarray:
         x = np.asarray(inputs, dtype=np.int64)
         low = np.asarray(self.low, dtype=np.int64)
+        step = self._step()
         k = self._k()
         e = math.exp(self.column_epsilon)
         keep_p = e / (e + k - 1)
         out = np.empty_like(x)
         for j in range(self.width):  # two draws per column: keep?, which other value
             keep = randomness.uniform(2 * j) < keep_p[j]
-            idx = x[:, j] - low[j]
+            idx = (x[:, j] - low[j]) // step[j]
             other = np.minimum((randomness.uniform(2 * j + 1) * (k[j] - 1)).astype(np.int64), k[j] - 2)
             other = other + (other >= idx)
-            out[:, j] = np.where(keep, idx, other) + low[j]
+            out[:, j] = np.where(keep, idx, other) * step[j] + low[j]
         return out.astype(self.report_dtype)
 
     def log_prob(self, u: np.ndarray | float, w: np.ndarray | float) -> np.ndarray:
@@ -377,7 +389,7 @@ class RecordRandomizedResponse(Randomizer):
         sizes = self._k()
         if int(np.prod(sizes)) > 4096:
             raise ParameterError(f"record_rr: the record domain has {int(np.prod(sizes))} > 4096 points; enumerate a smaller schema")
-        grids = np.meshgrid(*[np.arange(lo, h + 1) for lo, h in zip(self.low, self.high)], indexing="ij")
+        grids = np.meshgrid(*[self.column_values(j) for j in range(self.width)], indexing="ij")
         return np.stack([g.ravel() for g in grids], axis=1)
 
     def output_domain(self) -> np.ndarray:
@@ -388,7 +400,7 @@ class RecordRandomizedResponse(Randomizer):
         k = int(self._k()[column])
         e = math.exp(self.column_epsilon)
         p, q = e / (e + k - 1), 1 / (e + k - 1)
-        values = np.arange(self.low[column], self.high[column] + 1)
+        values = self.column_values(column)
         counts = (np.asarray(reports)[:, column][:, None] == values[None, :]).mean(axis=0)
         return (counts - q) / (p - q)
 
@@ -444,8 +456,8 @@ def _build_pm(spec: RandomizerSpec, query: Query) -> Randomizer:
 def _build_record(spec: RandomizerSpec, query: Query) -> Randomizer:
     if query.name != "record":
         raise ParameterError(f"record_rr randomizes whole records; use the 'record' query, got {spec.query.name!r}")
-    low, high = query.schema.column_bounds()
-    return RecordRandomizedResponse(spec.epsilon, tuple(low.tolist()), tuple(high.tolist()))
+    low, high, step = query.schema.column_bounds()
+    return RecordRandomizedResponse(spec.epsilon, tuple(low.tolist()), tuple(high.tolist()), tuple(step.tolist()))
 
 
 _BUILDERS = {

@@ -20,12 +20,16 @@ RECORD_DTYPE = np.int16
 
 @dataclass(frozen=True)
 class Field:
-    """A named block of ``length`` integer columns, each with values in [low, high]."""
+    """A named block of ``length`` integer columns, each with values low, low+step, ..., high.
+
+    ``step`` lets a field hold e.g. a ±1 label exactly (low=−1, high=1, step=2).
+    """
 
     name: str
     length: int = 1
     low: int = 0
     high: int = 1
+    step: int = 1
 
     def __post_init__(self) -> None:
         if not self.name.isidentifier():
@@ -36,11 +40,17 @@ class Field:
             raise ParameterError(
                 f"field {self.name!r}: need -32768 ≤ low < high < 32768, got low={self.low}, high={self.high}"
             )
+        if self.step < 1 or (self.high - self.low) % self.step:
+            raise ParameterError(f"field {self.name!r}: step must be ≥ 1 and divide high − low, got step={self.step}")
 
     @property
     def cardinality(self) -> int:
         """Number of values one column can take."""
-        return self.high - self.low + 1
+        return (self.high - self.low) // self.step + 1
+
+    def values(self) -> np.ndarray:
+        """The values one column can take, ascending."""
+        return np.arange(self.low, self.high + 1, self.step, dtype=np.int64)
 
 
 @dataclass(frozen=True)
@@ -85,21 +95,22 @@ class Schema:
             raise ParameterError(f"field {name!r} has indices 0..{f.length - 1}, got index {index}")
         return self.columns(name).start + int(index)
 
-    def column_bounds(self) -> tuple[np.ndarray, np.ndarray]:
-        """Per-column (low, high) arrays."""
+    def column_bounds(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per-column (low, high, step) arrays."""
         low = np.concatenate([np.full(f.length, f.low) for f in self.fields])
         high = np.concatenate([np.full(f.length, f.high) for f in self.fields])
-        return low.astype(np.int64), high.astype(np.int64)
+        step = np.concatenate([np.full(f.length, f.step) for f in self.fields])
+        return low.astype(np.int64), high.astype(np.int64), step.astype(np.int64)
 
     def validate_records(self, records: np.ndarray) -> None:
         if records.ndim != 2 or records.shape[1] != self.width:
             raise ParameterError(f"records must have shape (n, {self.width}), got {records.shape}")
-        low, high = self.column_bounds()
-        if records.size and ((records < low).any() or (records > high).any()):
+        low, high, step = self.column_bounds()
+        if records.size and ((records < low).any() or (records > high).any() or ((records - low) % step).any()):
             raise ParameterError("records hold values outside the schema's field ranges")
 
     def to_json(self) -> list[dict[str, Any]]:
-        return [dict(name=f.name, length=f.length, low=f.low, high=f.high) for f in self.fields]
+        return [dict(name=f.name, length=f.length, low=f.low, high=f.high, step=f.step) for f in self.fields]
 
     @classmethod
     def from_json(cls, data: list[dict[str, Any]]) -> "Schema":
