@@ -1,0 +1,100 @@
+# %% [markdown]
+# # Lab 1 — Randomized response and debiasing
+#
+# **Goals.** (1) See an ε-local randomizer (KLNRS Definition 4.3) at work: every user flips a
+# coin before answering, so no single answer means much. (2) Debias the answers into an unbiased
+# estimate of a fraction. (3) Measure the estimate's spread against ε and compare it with the
+# formula sd = sqrt(p·q/n)/(p − q), p = e^ε/(e^ε+1), q = 1 − p.
+#
+# Run headless with `python -m simulations.labs.lab1_randomized_response`, or open it as a
+# notebook (jupytext / VS Code percent cells). `LDP_QUICK=1` makes it fast.
+
+# %%
+import asyncio
+import math
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+from ldp.core.audit import verify_exact
+from ldp.core.randomizers import BinaryRandomizedResponse, RandomizerSpec
+from ldp.core.queries import field_query
+from ldp.local.messages import SessionKind, Users
+from ldp.local.session import Request, Session
+from simulations.labs.common import QUICK, exercise, open_oracle, out_dir, saved
+from simulations.randomized_response import population, referee
+
+OUT = out_dir("lab1")
+USERS = 20_000 if QUICK else 200_000
+REPEATS = 8 if QUICK else 30
+EPSILONS = [0.25, 0.5, 1.0, 2.0, 4.0]
+
+# %% [markdown]
+# ## 1. One randomizer, exactly
+# The randomizer keeps the true bit with probability p = e^ε/(e^ε+1). Its privacy loss is the
+# largest log-ratio log p(w|u) − log p(w|u′): the exact audit computes it over every input and output.
+
+# %%
+R = BinaryRandomizedResponse(1.0)
+print(f"p(keep) = {R.keep_probability:.4f}; exact audit: {verify_exact(R)}")
+
+# %% [markdown]
+# ## 2. Many users, one round
+# Each user answers once with ε; the aggregator sees only the noisy bits.
+
+# %%
+spec = population(USERS * REPEATS * len(EPSILONS), p=0.3, seed=1, budget=4.0)
+truth = referee(spec)
+
+
+async def measure():
+    rows = []
+    async with open_oracle(spec) as oracle:
+        start = 0
+        for eps in EPSILONS:
+            R = BinaryRandomizedResponse(eps)
+            errors = []
+            for _ in range(REPEATS):
+                users = Users.range(start, start + USERS)
+                start += USERS
+                session = Session(oracle, SessionKind.NON_INTERACTIVE, name=f"lab1 eps={eps}")
+                (rep,) = await session.round([Request(users, RandomizerSpec("binary_rr", field_query("x"), eps))])
+                errors.append(R.estimate(rep.values).mean() - truth(users.start, users.stop))
+            p = R.keep_probability
+            predicted = math.sqrt(p * (1 - p) / USERS) / (2 * p - 1)
+            rows.append((eps, float(np.std(errors, ddof=1)), predicted))
+    return rows
+
+
+rows = asyncio.run(measure())
+print(f"{'ε':>6} {'measured sd':>12} {'predicted sd':>13}")
+for eps, measured, predicted in rows:
+    print(f"{eps:>6g} {measured:>12.5f} {predicted:>13.5f}")
+
+# %%
+fig, ax = plt.subplots(figsize=(5, 3.5))
+ax.loglog([r[0] for r in rows], [r[1] for r in rows], "o", label="measured sd")
+grid = np.geomspace(min(EPSILONS), max(EPSILONS), 50)
+p = 1 / (1 + np.exp(-grid))
+ax.loglog(grid, np.sqrt(p * (1 - p) / USERS) / (2 * p - 1), "-", label="sqrt(pq/n)/(p−q)")
+ax.set_xlabel("ε")
+ax.set_ylabel(f"sd of the estimate, n = {USERS:,}")
+ax.legend()
+fig.tight_layout()
+fig.savefig(OUT / "lab1_sd_vs_epsilon.png", dpi=120)
+saved(OUT / "lab1_sd_vs_epsilon.png")
+
+# %% [markdown]
+# ## Exercises
+# 1. For small ε the sd grows like 2/(ε·sqrt(n)). Derive it from the formula (hint: p − q ≈ ε/2).
+# 2. How many users does ε = 0.25 need to match the accuracy that ε = 2 reaches with n users?
+
+# %%
+if exercise("users needed at ε = 0.25 to match ε = 2 with n users"):
+    def sd_factor(eps):
+        p = 1 / (1 + math.exp(-eps))
+        return math.sqrt(p * (1 - p)) / (2 * p - 1)
+
+    ratio = (sd_factor(0.25) / sd_factor(2.0)) ** 2
+    print(f"  n(ε=0.25) / n(ε=2) = {ratio:.1f}: the price of privacy is quadratic in 1/ε")
+    assert 60 < ratio < 120
