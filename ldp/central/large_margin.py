@@ -86,9 +86,13 @@ def _sorted_values(fs: np.ndarray, tail_size: int, tail_score: float, positions:
     out = np.empty(positions.size)
     a = positions < p
     out[a] = fs[positions[a]]
-    b = (positions >= p) & (positions < p + tail_size)
+    end = p + tail_size
+    if end > 2**62:  # huge implicit tail: every scanned position beyond p lies inside it
+        out[positions >= p] = tail_score
+        return out
+    b = (positions >= p) & (positions < end)
     out[b] = tail_score
-    c = positions >= p + tail_size
+    c = positions >= end
     out[c] = fs[positions[c] - tail_size]
     return out
 

@@ -143,6 +143,7 @@ def learn_point_lmm(
     epsilon: float,
     delta: float,
     rng: np.random.Generator,
+    max_steps: int = 1 << 16,
 ) -> LearnerResult:
     """LMM-based private PAC learner (CHS §A5.2 / Corollary 2) for POINT_d: LMM over H with f = 1 − err̂.
 
@@ -156,7 +157,9 @@ def learn_point_lmm(
     pts, pos, neg = point_counts(xa, ya)
     total_pos = int(ya.sum())
     f = 1.0 - (total_pos - pos + neg) / m
-    out = large_margin_mechanism(f, m, eps, dlt, rng, tail_size=2**d - len(pts), tail_score=1.0 - total_pos / m)
+    out = large_margin_mechanism(f, m, eps, dlt, rng, tail_size=2**d - len(pts), tail_score=1.0 - total_pos / m,
+        max_steps=max_steps,
+    )
     j = random_point(d, rng, exclude=pts) if out.index == TAIL else int(pts[out.index])
     return LearnerResult(
         PointHypothesis(j, d), m, eps, dlt, "Large Margin Mechanism (CHS Alg. 1)", details={"ell": out.ell}

@@ -1,0 +1,120 @@
+"""Learners for THRESH_d = {c_j : 0 ≤ j ≤ 2^d}, c_j(x) = 1 iff x < j (BNS Def 3.4).
+
+Data: ``x`` integer array of points in [0, 2^bits) (``bits ≤ 62``), ``y`` int8 in {0,1}.
+
+* :func:`learn_thresholds_pure` — generic KLNRS learner (exponential mechanism over the 2^d + 1
+  thresholds, q = #correct), ε-DP, sample size Θ(d). Exact piecewise sampler: Q changes only at sample
+  points, so a piece is chosen with log-weight ln(len) + εQ/2 and j uniformly inside it (any d ≤ 62).
+* :func:`learn_thresholds_approx` — BNS LearnThresholds (§3.4, Thm 3.18): RecConcave on Q(j) = #correct
+  with promise r = m, α' = α/2, N = 2 (d ≤ 32) and ε' = ε/(3N), δ' = δ/(3N) so the whole run is
+  (ε,δ)-DP (Lemma 3.12). Dense: ``bits ≤ 22``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ldp.central._validate import check_bits, check_delta, check_epsilon, check_half_open_unit
+from ldp.central.exponential import gumbel_argmax
+from ldp.central.rec_concave import rec_concave, rec_concave_levels
+from ldp.central.results import LearnerResult
+
+__all__ = [
+    "ThresholdHypothesis",
+    "threshold_qualities",
+    "learn_thresholds_pure",
+    "learn_thresholds_approx",
+    "DENSE_MAX_BITS",
+]
+
+DENSE_MAX_BITS: int = 22
+
+
+@dataclass(frozen=True)
+class ThresholdHypothesis:
+    """c_j: predicts 1 iff x < ``threshold``."""
+
+    threshold: int
+    bits: int
+
+    def predict(self, x: np.ndarray) -> np.ndarray:
+        return (np.asarray(x) < self.threshold).astype(np.int8)
+
+    def describe(self) -> str:
+        return f"THRESH_{self.bits}: c_j(x) = [x < {self.threshold}]"
+
+
+def _check_data(x: np.ndarray, y: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray]:
+    xa = np.asarray(x, dtype=np.int64)
+    ya = np.asarray(y)
+    if xa.ndim != 1 or ya.shape != xa.shape or xa.size == 0:
+        raise ValueError(f"x and y must be non-empty 1-D arrays of equal length; got shapes {xa.shape}, {ya.shape}")
+    if not np.all((ya == 0) | (ya == 1)):
+        raise ValueError("labels y must be in {0,1}")
+    if xa.min() < 0 or xa.max() >= 2**bits:
+        raise ValueError(f"points must lie in [0, 2^{bits})")
+    return xa, ya.astype(np.int8)
+
+
+def threshold_qualities(x: np.ndarray, y: np.ndarray, bits: int) -> np.ndarray:
+    """Dense Q(j) = #{i : c_j(x_i) = y_i} for j = 0..2^bits (prefix sums; BNS §3.4 step 2)."""
+    d = check_bits(bits, max_bits=DENSE_MAX_BITS)
+    xa, ya = _check_data(x, y, d)
+    size = 2**d
+    pos = np.bincount(xa[ya == 1], minlength=size)
+    neg = np.bincount(xa[ya == 0], minlength=size)
+    pos_below = np.concatenate([[0], np.cumsum(pos)])  # #pos with x < j
+    neg_below = np.concatenate([[0], np.cumsum(neg)])
+    return (pos_below + (neg.sum() - neg_below)).astype(np.float64)
+
+
+def learn_thresholds_pure(
+    x: np.ndarray, y: np.ndarray, bits: int, epsilon: float, rng: np.random.Generator
+) -> LearnerResult:
+    """Exponential mechanism over THRESH_d with q = #correct (KLNRS generic learner); ε-DP, proper."""
+    eps = check_epsilon(epsilon)
+    d = check_bits(bits, max_bits=62)
+    xa, ya = _check_data(x, y, d)
+    pts, inv = np.unique(xa, return_inverse=True)
+    pos = np.bincount(inv, weights=ya, minlength=len(pts))
+    neg = np.bincount(inv, weights=1 - ya, minlength=len(pts))
+    # pieces: [0, p_1], [p_1+1, p_2], …, [p_r+1, 2^d]; on piece i (i = 0..r) Q = #pos among first i + #neg among rest
+    starts = np.concatenate([[0], pts + 1])
+    ends = np.concatenate([pts, [2**d]])
+    Qp = np.concatenate([[0], np.cumsum(pos)]) + (neg.sum() - np.concatenate([[0], np.cumsum(neg)]))
+    lengths = (ends - starts + 1).astype(np.float64)
+    ok = lengths > 0
+    lw = np.where(ok, np.log(np.where(ok, lengths, 1.0)) + eps * Qp / 2.0, -np.inf)
+    i = gumbel_argmax(lw, rng)
+    j = int(starts[i]) + int(rng.integers(0, int(lengths[i])))
+    return LearnerResult(ThresholdHypothesis(j, d), len(xa), eps, 0.0, "pure exponential mechanism (KLNRS)")
+
+
+def learn_thresholds_approx(
+    x: np.ndarray,
+    y: np.ndarray,
+    bits: int,
+    alpha: float,
+    epsilon: float,
+    delta: float,
+    rng: np.random.Generator,
+) -> LearnerResult:
+    """BNS LearnThresholds (Thm 3.18) via RecConcave; (ε,δ)-DP by Lemma 3.12 with ε' = ε/(3N), δ' = δ/(3N).
+
+    N = number of RecConcave levels for T = 2^d (2 for 6 ≤ d ≤ 22 here); the accounting uses this cap.
+    """
+    a = check_half_open_unit(alpha, "alpha")
+    eps = check_epsilon(epsilon)
+    dlt = check_delta(delta)
+    d = check_bits(bits, max_bits=DENSE_MAX_BITS)
+    Q = threshold_qualities(x, y, d)
+    m = int(np.asarray(x).size)
+    N = rec_concave_levels(2**d)
+    j = rec_concave(Q, float(m), a / 2.0, eps / (3 * N), dlt / (3 * N), N, rng)
+    return LearnerResult(
+        ThresholdHypothesis(int(j), d), m, eps, dlt, "LearnThresholds via RecConcave (BNS Thm 3.18)",
+        details={"N": N},
+    )
