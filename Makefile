@@ -25,6 +25,7 @@ proto: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) benchmarks/randomizers.py
+	$(PY) benchmarks/transport.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

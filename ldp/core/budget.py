@@ -30,7 +30,7 @@ import numpy as np
 
 from ldp.core.errors import ParameterError, require_epsilon
 
-__all__ = ["Ledger", "UNIT_BITS", "charge_units", "allowance_units", "Charge"]
+__all__ = ["Ledger", "UNIT_BITS", "charge_units", "allowance_units", "Charge", "has_repeats"]
 
 UNIT_BITS = 48
 _SCALE = 1 << UNIT_BITS
@@ -58,6 +58,17 @@ class Charge:
     @property
     def refused(self) -> np.ndarray:
         return ~self.accepted
+
+
+def has_repeats(ids: np.ndarray) -> bool:
+    """True if some id occurs twice. O(n) for ascending ids (the common case), else a sort."""
+    if len(ids) < 2:
+        return False
+    steps = np.diff(ids)
+    if (steps > 0).all():
+        return False
+    ordered = np.sort(ids)
+    return bool((ordered[1:] == ordered[:-1]).any())
 
 
 class Ledger:
@@ -98,7 +109,7 @@ class Ledger:
         """
         units = charge_units(epsilon)
         offsets = self._offsets(users)
-        if len(np.unique(offsets)) != len(offsets):
+        if has_repeats(offsets):
             # Charge occurrence by occurrence so the k-th repeat sees the first k−1 charges.
             accepted = np.zeros(len(offsets), dtype=bool)
             for k, off in enumerate(offsets):

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ldp.core.budget import has_repeats
 from ldp.core.errors import ParameterError
 from ldp.core.randomizers import RandomizerSpec
 
@@ -53,7 +54,7 @@ class Users:
         arr = np.asarray(ids, dtype=np.int64).ravel()
         if arr.size and arr.min() < 0:
             raise ParameterError("user ids must be ≥ 0")
-        if len(np.unique(arr)) != len(arr):
+        if has_repeats(arr):
             raise ParameterError("a request must name each user at most once (one report per user per request)")
         return Users(0, 0, arr)
 

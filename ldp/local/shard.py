@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ldp.core.budget import Ledger
+from ldp.core.budget import Ledger, has_repeats
 from ldp.core.errors import LDPError
 from ldp.core.population import PopulationSpec, generate_records
 from ldp.core.randomizers import LocalRandomizer
@@ -90,7 +90,7 @@ class Shard:
             if users.size and (users.min() < self.first_user or users.max() >= self.stop):
                 raise LDPError(f"request {assignment.request_id} names users outside this shard's {self.first_user}..{self.stop - 1}")
             randomizer = LocalRandomizer.build(assignment.randomizer, self.spec.schema)
-            if len(np.unique(users)) != len(users):
+            if assignment.users.ids is not None and has_repeats(users):
                 raise LDPError(f"request {assignment.request_id} names a user twice")
         except LDPError as exc:
             return Result(assignment.request_id, no_values, all_refused, error=str(exc))

@@ -1,0 +1,10 @@
+"""The gRPC transport of the LR oracle (DESIGN.md §3).
+
+- ``ldp.wire.aggregator``: ``GrpcAggregator`` (the server) and ``GrpcLROracle`` (the ``LROracle``).
+- ``ldp.wire.client``: a client process hosting one shard (``python -m ldp.wire.client``).
+- ``ldp.wire.launcher``: ``launch_local(population, processes=P)``, aggregator + P clients on loopback.
+- ``ldp.wire.codec``: messages ↔ protobuf parts; ``ldp.wire.codegen``: ``make proto``.
+- ``ldp.wire.v1``: generated code from ``proto/ldp/wire/v1/aggregator.proto`` (committed).
+
+asyncio and grpc stay inside this package and ``ldp.cli``. See docs/protocol.md.
+"""

@@ -1,0 +1,219 @@
+"""``ldp-sim``: run experiments in process or over gRPC, on one machine or several.
+
+Commands:
+- ``ldp-sim run EXPERIMENT [--processes P] [--users N] [--epsilon E] [--seed S] [--transport grpc|inprocess]``
+  starts the aggregator and P client processes on 127.0.0.1 (a free port, spawned fresh
+  interpreters), shows progress, prints the result table, and shuts everything down.
+- ``ldp-sim serve --bind HOST:PORT EXPERIMENT [...]`` runs the aggregator side alone: waits until
+  client processes (started with ``ldp-sim clients``, possibly on other machines) hold every user,
+  runs the experiment, sends Close.
+- ``ldp-sim clients --connect HOST:PORT --shard K/M --processes P`` runs P client processes that
+  together hold machine shard K of M (users [n·K/M, n·(K+1)/M)).
+- ``ldp-sim list`` lists the registered experiments.
+
+User mistakes (unknown experiment, bad parameters, an aggregator that cannot bind) print one
+line ``ldp-sim: error: ...`` and exit with code 2, without a traceback; Ctrl-C exits with 130 and
+leaves no child process behind. See docs/protocol.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import sys
+import time
+from typing import Any, Sequence
+
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from ldp.cli.experiments import ExperimentArgs, ExperimentResult, experiments, get_experiment
+from ldp.core.errors import LDPError, ParameterError
+from ldp.local.oracle import InProcessLROracle
+
+__all__ = ["main", "EXPERIMENT_MODULES"]
+
+# Modules whose import registers more experiments; missing ones are skipped (other engineers add
+# theirs here, e.g. "simulations.separation").
+EXPERIMENT_MODULES: tuple[str, ...] = ()
+
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+
+def _load_experiment_modules() -> None:
+    for name in EXPERIMENT_MODULES:
+        try:
+            importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name != name:  # the module exists but is broken: say so
+                raise
+
+
+def _host_port(text: str) -> str:
+    host, sep, port = text.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 <= int(port) < 65536:
+        raise argparse.ArgumentTypeError(f"expected HOST:PORT (e.g. 127.0.0.1:50051), got {text!r}")
+    return text
+
+
+def _fraction(text: str) -> tuple[int, int]:
+    from ldp.wire.client import parse_fraction
+
+    return parse_fraction(text)
+
+
+def _experiment_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("experiment", help="experiment name (see `ldp-sim list`)")
+    p.add_argument("--users", type=int, default=None, help="number of users n (default: the experiment's)")
+    p.add_argument("--epsilon", type=float, default=1.0, help="per-user privacy budget ε (default 1)")
+    p.add_argument("--seed", type=int, default=0, help="population seed (default 0)")
+    p.add_argument("--deadline", type=float, default=30.0, help="per-round deadline in seconds (default 30)")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="ldp-sim", description="Simulate the local model of differential privacy (KLNRS).")
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="run an experiment on this machine")
+    _experiment_arguments(run)
+    run.add_argument("--processes", type=int, default=2, help="client processes for --transport grpc (default 2)")
+    run.add_argument("--transport", choices=("grpc", "inprocess"), default="grpc", help="grpc (default) or inprocess")
+    serve = sub.add_parser("serve", help="run the aggregator for remote client processes")
+    serve.add_argument("--bind", type=_host_port, required=True, help="HOST:PORT to listen on (port 0: any free port)")
+    _experiment_arguments(serve)
+    serve.add_argument("--wait", type=float, default=600.0, help="seconds to wait for client processes (default 600)")
+    clients = sub.add_parser("clients", help="run client processes for a remote aggregator")
+    clients.add_argument("--connect", type=_host_port, required=True, help="aggregator HOST:PORT")
+    clients.add_argument("--shard", type=_fraction, default=(0, 1), help="this machine's shard K/M (default 0/1)")
+    clients.add_argument("--processes", type=int, default=1, help="client processes on this machine (default 1)")
+    clients.add_argument("--connect-timeout", type=float, default=60.0, help="seconds to retry while the aggregator is not up")
+    sub.add_parser("list", help="list the registered experiments")
+    return parser
+
+
+def _experiment_args(ns: argparse.Namespace, progress: Any) -> tuple[Any, ExperimentArgs]:
+    exp = get_experiment(ns.experiment)
+    users = exp.default_users if ns.users is None else ns.users
+    if users < 1:
+        raise ParameterError(f"--users must be ≥ 1, got {users}")
+    if not 0 <= ns.seed < 2**64:
+        raise ParameterError(f"--seed must be in [0, 2^64), got {ns.seed}")
+    return exp, ExperimentArgs(users=users, epsilon=ns.epsilon, seed=ns.seed, deadline_s=ns.deadline, progress=progress)
+
+
+def _print_result(console: Console, result: ExperimentResult, elapsed: float) -> None:
+    table = Table(title=result.title)
+    for c in result.columns:
+        table.add_column(str(c), justify="right")
+    for row in result.rows:
+        table.add_row(*(str(v) for v in row))
+    console.print(table)
+    if result.notes:
+        console.print(result.notes, markup=False, highlight=False)
+    for f in result.files:
+        console.print(f"saved {f}")
+    console.print(f"done in {elapsed:.2f} s")
+
+
+def _progress(console: Console) -> Progress:
+    return Progress(TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(), TimeElapsedColumn(), console=console)
+
+
+async def _run(ns: argparse.Namespace, console: Console) -> int:
+    bar = _progress(console)
+    task = bar.add_task(f"{ns.experiment}: starting", total=None)
+    # Validate everything before the bar appears, so a user mistake prints one clean line.
+    exp, args = _experiment_args(ns, lambda done, total: bar.update(task, completed=done, total=total))
+    spec = exp.population(args)
+    if ns.transport == "grpc" and not 1 <= ns.processes <= spec.size:
+        raise ParameterError(f"--processes must be in [1, users = {spec.size}], got {ns.processes}")
+    start = time.perf_counter()
+    with bar:
+        if ns.transport == "inprocess":
+            bar.update(task, description=f"{exp.name} (in process)")
+            result = await exp.runner(InProcessLROracle(spec), args)
+        else:
+            from ldp.wire.launcher import launch_local
+
+            bar.update(task, description=f"{exp.name}: starting {ns.processes} client process(es)")
+            async with launch_local(spec, processes=ns.processes) as grpc_oracle:
+                bar.update(task, description=f"{exp.name} (gRPC, {ns.processes} process(es))")
+                result = await exp.runner(grpc_oracle, args)
+    _print_result(console, result, time.perf_counter() - start)
+    return 0
+
+
+async def _serve(ns: argparse.Namespace, console: Console) -> int:
+    from ldp.wire.aggregator import GrpcAggregator, GrpcLROracle
+
+    exp, args = _experiment_args(ns, lambda done, total: None)
+    spec = exp.population(args)
+    aggregator = GrpcAggregator(spec, ns.bind)
+    await aggregator.start()
+    try:
+        # Printed on stdout and flushed: scripts (and tests) read the port from this line.
+        print(f"ldp-sim serve: listening on {aggregator.address} for {spec.size} users", flush=True)
+        seen = 0
+        loop = asyncio.get_running_loop()
+        end = loop.time() + ns.wait
+        while aggregator.covered_users() < spec.size:
+            for event in aggregator.events[seen:]:
+                console.print(event)
+            seen = len(aggregator.events)
+            if loop.time() > end:
+                raise LDPError(f"timed out after {ns.wait:g} s: client processes hold {aggregator.covered_users()} of {spec.size} users")
+            try:
+                await aggregator.wait_for_shards(0.5)
+            except LDPError:
+                pass
+        for event in aggregator.events[seen:]:
+            console.print(event)
+        start = time.perf_counter()
+        result = await exp.runner(GrpcLROracle(aggregator), args)
+        _print_result(console, result, time.perf_counter() - start)
+    finally:
+        await aggregator.close("the experiment is over")
+    return 0
+
+
+def _clients(ns: argparse.Namespace, console: Console) -> int:
+    from ldp.wire.aggregator import ShardClaim
+    from ldp.wire.launcher import spawn_clients, stop_clients
+
+    if ns.processes < 1:
+        raise ParameterError(f"--processes must be ≥ 1, got {ns.processes}")
+    k, m = ns.shard
+    claims = [ShardClaim(k, m, j, ns.processes) for j in range(ns.processes)]
+    procs = spawn_clients(ns.connect, claims, capture_stderr=False, connect_timeout_s=ns.connect_timeout)
+    try:
+        codes = [c.process.wait() for c in procs]
+    finally:
+        stop_clients(procs, timeout_s=2.0)
+    return max(codes)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    console = Console(stderr=False)
+    errors = Console(stderr=True)
+    _load_experiment_modules()
+    ns = _parser().parse_args(argv)
+    try:
+        if ns.command == "list":
+            for exp in experiments():
+                console.print(f"{exp.name:20s} {exp.description}")
+            return 0
+        if ns.command == "clients":
+            return _clients(ns, console)
+        return asyncio.run(_run(ns, console) if ns.command == "run" else _serve(ns, console))
+    except LDPError as exc:
+        errors.print(f"ldp-sim: error: {exc}", markup=False, highlight=False)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        errors.print("ldp-sim: interrupted", markup=False, highlight=False)
+        return EXIT_INTERRUPTED
+
+
+if __name__ == "__main__":
+    sys.exit(main())

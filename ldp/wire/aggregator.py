@@ -1,0 +1,422 @@
+"""The aggregator: a grpc.aio server that client processes (shards) connect to, and the
+``GrpcLROracle`` that runs local algorithms over it.
+
+What: ``GrpcAggregator`` accepts one bidirectional stream per client process, hands each a user
+range and the population spec (Welcome), and keeps the connected shards. ``GrpcLROracle`` is the
+``LROracle`` over those shards: ``LROracle.run_round`` splits a round per shard (an error before
+anything is sent if a user is held by no connected shard), ``_exchange`` here sends each part and
+gathers replies, and the base class reassembles them in user order.
+Guarantees: every round has a deadline — a shard that disconnects resolves to None at once, one
+that misses the deadline resolves to None at the deadline, and its users are reported MISSING;
+a late reply for an old round is discarded (replies are matched to (session, round)). The
+aggregator never receives a record: clients only send reports (tests/wire/test_privacy_wire.py).
+Source: DESIGN.md §3 (measured gRPC facts: create the server inside the running loop, bind
+127.0.0.1:0 with so_reuseport=0, raise message limits, own Close message).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import logging
+from dataclasses import dataclass, field
+from typing import Any, AsyncIterator
+
+import grpc
+import numpy as np
+
+from ldp.core.errors import LDPError, ParameterError
+from ldp.core.population import PopulationSpec
+from ldp.local.messages import RoundReply, RoundRequest
+from ldp.local.oracle import LROracle, ShardRange
+from ldp.wire import codec
+from ldp.wire.v1 import aggregator_pb2 as pb
+
+__all__ = ["GrpcAggregator", "GrpcLROracle", "ShardClaim", "shard_range"]
+
+log = logging.getLogger(__name__)
+
+SERVICE = "ldp.wire.v1.Aggregator"
+# How long a connecting client may take between Hello and Ready (it generates its records).
+READY_TIMEOUT_S = 300.0
+
+
+@dataclass(frozen=True)
+class ShardClaim:
+    """Which users a client asks for: machine shard K of M, sub-shard j of P on that machine."""
+
+    index: int
+    count: int
+    sub_index: int = 0
+    sub_count: int = 1
+
+    def __post_init__(self) -> None:
+        if not (0 <= self.index < self.count and 0 <= self.sub_index < self.sub_count):
+            raise ParameterError(f"a shard is K/M with 0 ≤ K < M (and j/P likewise), got {self.index}/{self.count}, {self.sub_index}/{self.sub_count}")
+
+    @property
+    def key(self) -> str:
+        return f"{self.index}/{self.count}" if self.sub_count == 1 else f"{self.index}/{self.count}.{self.sub_index}/{self.sub_count}"
+
+
+def shard_range(n: int, claim: ShardClaim) -> tuple[int, int]:
+    """Users [lo, hi) of shard K/M (sub-shard j/P): client K of M holds [n·K/M, n·(K+1)/M)."""
+    lo, hi = n * claim.index // claim.count, n * (claim.index + 1) // claim.count
+    width = hi - lo
+    return lo + width * claim.sub_index // claim.sub_count, lo + width * (claim.sub_index + 1) // claim.sub_count
+
+
+@dataclass
+class _Connection:
+    """One connected client process (one stream)."""
+
+    key: str
+    context: grpc.aio.ServicerContext
+    first_user: int
+    count: int
+    ready: bool = False
+    closed: bool = False
+    pending: dict[tuple[int, int], asyncio.Future[RoundReply | None]] = field(default_factory=dict)
+    ledger_pending: dict[int, asyncio.Future[np.ndarray | None]] = field(default_factory=dict)
+    write_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    stop: asyncio.Event = field(default_factory=asyncio.Event)
+
+    async def send(self, messages: list[pb.ServerMessage]) -> bool:
+        """Write messages in order; False if the stream is gone."""
+        async with self.write_lock:  # parts of one round must not interleave with another's
+            try:
+                for m in messages:
+                    await self.context.write(m)
+                return True
+            except (grpc.aio.AioRpcError, asyncio.InvalidStateError, RuntimeError) as exc:
+                log.info("shard %s: write failed (%s)", self.key, exc)
+                return False
+
+    def fail_pending(self) -> None:
+        for fut in list(self.pending.values()) + list(self.ledger_pending.values()):
+            if not fut.done():
+                fut.set_result(None)
+
+
+class GrpcAggregator:
+    """A grpc.aio server for one population; create and use it inside one running event loop.
+
+    ``capture``: if a list is given, every raw message received from a client is appended as the
+    exact bytes that arrived (for the test that no record ever crosses the wire).
+    """
+
+    def __init__(self, population: PopulationSpec, bind: str = "127.0.0.1:0", capture: list[bytes] | None = None) -> None:
+        self.population = population
+        self.bind = bind
+        self.capture = capture
+        self.port = 0
+        self._server: grpc.aio.Server | None = None
+        self._connections: dict[str, _Connection] = {}
+        self._changed = asyncio.Event()
+        self._closing = False
+        self._close_reason = ""
+        self._ledger_ids = itertools.count(1)
+        self._population_json = json.dumps(population.to_json())
+        self.events: list[str] = []  # human-readable log of connects/disconnects (CLI shows it)
+
+    # --- lifecycle ---
+
+    async def start(self) -> int:
+        """Bind and start serving; returns the port (chosen by the OS when the bind says :0)."""
+        options = codec.channel_options() + [
+            ("grpc.so_reuseport", 0),  # a second server must not silently share a busy port
+            ("grpc.server.max_pending_requests", 4096),
+        ]
+        server = grpc.aio.server(options=options)
+        capture = self.capture
+
+        def deserialize(data: bytes) -> pb.ClientMessage:
+            if capture is not None:
+                capture.append(bytes(data))
+            return pb.ClientMessage.FromString(data)
+
+        handler = grpc.stream_stream_rpc_method_handler(
+            self._connect, request_deserializer=deserialize, response_serializer=pb.ServerMessage.SerializeToString
+        )
+        server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, {"Connect": handler}),))
+        port = server.add_insecure_port(self.bind)
+        if port == 0:
+            raise LDPError(f"cannot bind the aggregator to {self.bind} (address in use or not local?)")
+        await server.start()
+        self._server, self.port = server, port
+        return port
+
+    @property
+    def address(self) -> str:
+        host = self.bind.rsplit(":", 1)[0]
+        return f"{host}:{self.port}"
+
+    async def close(self, reason: str = "the aggregator is shutting down", grace_s: float = 1.0) -> None:
+        """Send Close to every client, end their streams, stop the server."""
+        self._closing, self._close_reason = True, reason
+        conns = list(self._connections.values())
+        await asyncio.gather(*(c.send([pb.ServerMessage(close=pb.Close(reason=reason))]) for c in conns), return_exceptions=True)
+        for c in conns:
+            c.stop.set()
+            c.fail_pending()
+        if self._server is not None:
+            await self._server.stop(grace_s)
+            self._server = None
+
+    async def __aenter__(self) -> "GrpcAggregator":
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # --- shards ---
+
+    @property
+    def shards(self) -> list[ShardRange]:
+        live = [c for c in self._connections.values() if c.ready and not c.closed]
+        return [ShardRange(c.key, c.first_user, c.count) for c in sorted(live, key=lambda c: c.first_user)]
+
+    def covered_users(self) -> int:
+        return sum(s.count for s in self.shards)
+
+    async def wait_for_shards(self, timeout_s: float, users: int | None = None) -> list[ShardRange]:
+        """Wait until connected shards hold ``users`` users (default: the whole population)."""
+        want = self.population.size if users is None else users
+        loop = asyncio.get_running_loop()
+        end = loop.time() + timeout_s
+        while self.covered_users() < want:
+            self._changed.clear()
+            remaining = end - loop.time()
+            if remaining <= 0:
+                raise LDPError(
+                    f"timed out after {timeout_s:g} s waiting for client processes: shards hold {self.covered_users()} of {want} users "
+                    f"(connected: {[s.key for s in self.shards] or 'none'})"
+                )
+            try:
+                await asyncio.wait_for(self._changed.wait(), remaining)
+            except asyncio.TimeoutError:
+                pass
+        return self.shards
+
+    def _notify(self, event: str) -> None:
+        self.events.append(event)
+        log.info(event)
+        self._changed.set()
+
+    # --- the stream of one client process ---
+
+    async def _connect(self, request_iterator: AsyncIterator[pb.ClientMessage], context: grpc.aio.ServicerContext) -> None:
+        conn: _Connection | None = None
+        try:
+            conn = await self._handshake(context)
+            if conn is None:
+                return
+            reader = asyncio.ensure_future(self._read_loop(conn))
+            stopper = asyncio.ensure_future(conn.stop.wait())
+            await asyncio.wait({reader, stopper}, return_when=asyncio.FIRST_COMPLETED)
+            for t in (reader, stopper):
+                t.cancel()
+            if reader.done() and not reader.cancelled() and reader.exception() is not None:
+                log.info("shard %s: stream ended: %s", conn.key, reader.exception())
+        except asyncio.CancelledError:
+            pass
+        except Exception as exc:  # noqa: BLE001 - one broken client must not disturb the server
+            log.warning("a client stream failed: %s: %s", type(exc).__name__, exc)
+        finally:
+            if conn is not None:
+                conn.closed = True
+                conn.fail_pending()
+                if self._connections.get(conn.key) is conn:
+                    del self._connections[conn.key]
+                self._notify(f"shard {conn.key} disconnected (users {conn.first_user}..{conn.first_user + conn.count - 1})")
+
+    async def _reject(self, context: grpc.aio.ServicerContext, reason: str) -> None:
+        self.events.append(f"rejected a client: {reason}")
+        try:
+            await context.write(pb.ServerMessage(close=pb.Close(reason=reason)))
+        except Exception:  # noqa: BLE001 - the client may already be gone; nothing to do
+            pass
+
+    async def _handshake(self, context: grpc.aio.ServicerContext) -> _Connection | None:
+        msg = await asyncio.wait_for(context.read(), READY_TIMEOUT_S)
+        if msg is grpc.aio.EOF or msg.WhichOneof("kind") != "hello":
+            await self._reject(context, "protocol error: the first message must be Hello")
+            return None
+        hello = msg.hello
+        if hello.protocol_version != codec.PROTOCOL_VERSION:
+            await self._reject(
+                context,
+                f"protocol version mismatch: the client speaks version {hello.protocol_version}, "
+                f"this aggregator speaks version {codec.PROTOCOL_VERSION}",
+            )
+            return None
+        if self._closing:
+            await self._reject(context, self._close_reason or "the aggregator is shutting down")
+            return None
+        try:
+            claim = ShardClaim(hello.shard_index, hello.shard_count, hello.sub_index, hello.sub_count or 1)
+        except ParameterError as exc:
+            await self._reject(context, str(exc))
+            return None
+        lo, hi = shard_range(self.population.size, claim)
+        for other in self._connections.values():
+            if lo < other.first_user + other.count and other.first_user < hi:
+                await self._reject(
+                    context, f"shard {claim.key} (users {lo}..{hi - 1}) overlaps connected shard {other.key} (users {other.first_user}..{other.first_user + other.count - 1})"
+                )
+                return None
+        if hi <= lo:
+            await self._reject(context, f"shard {claim.key} holds no users of a population of {self.population.size}")
+            return None
+        conn = _Connection(claim.key, context, lo, hi - lo)
+        self._connections[conn.key] = conn  # reserve the range while the client generates records
+        try:
+            return await self._welcome(context, conn, hello.client_name)
+        except BaseException:
+            if self._connections.get(conn.key) is conn:  # release the reservation
+                del self._connections[conn.key]
+            raise
+
+    async def _welcome(self, context: grpc.aio.ServicerContext, conn: _Connection, client_name: str) -> _Connection | None:
+        lo, hi = conn.first_user, conn.first_user + conn.count
+        welcome = pb.Welcome(protocol_version=codec.PROTOCOL_VERSION, population_json=self._population_json, first_user=lo, user_count=hi - lo, shard_key=conn.key)
+        if not await conn.send([pb.ServerMessage(welcome=welcome)]):
+            del self._connections[conn.key]
+            return None
+        msg = await asyncio.wait_for(context.read(), READY_TIMEOUT_S)
+        if msg is grpc.aio.EOF or msg.WhichOneof("kind") != "ready" or (msg.ready.first_user, msg.ready.user_count) != (lo, hi - lo):
+            del self._connections[conn.key]
+            await self._reject(context, f"protocol error: expected Ready for users {lo}..{hi - 1}")
+            return None
+        conn.ready = True
+        self._notify(f"shard {conn.key} connected ({client_name or 'client'}, users {lo}..{hi - 1})")
+        return conn
+
+    async def _read_loop(self, conn: _Connection) -> None:
+        reply_parts: dict[tuple[int, int], list[pb.RoundReply]] = {}
+        ledger_parts: dict[int, list[pb.LedgerReport]] = {}
+        while True:
+            msg = await conn.context.read()
+            if msg is grpc.aio.EOF:
+                return
+            kind = msg.WhichOneof("kind")
+            if kind == "reply":
+                key = (msg.reply.session_id, msg.reply.round)
+                parts = reply_parts.setdefault(key, [])
+                parts.append(msg.reply)
+                if not msg.reply.final:
+                    continue
+                del reply_parts[key]
+                fut = conn.pending.pop(key, None)
+                if fut is None or fut.done():
+                    log.info("shard %s: discarded a late reply for session %d round %d", conn.key, *key)
+                    continue
+                try:
+                    fut.set_result(codec.decode_reply(parts))
+                except LDPError as exc:
+                    fut.set_result(RoundReply(key[0], key[1], error=f"shard {conn.key} sent a malformed reply: {exc}"))
+            elif kind == "ledger":
+                lp = ledger_parts.setdefault(msg.ledger.query_id, [])
+                lp.append(msg.ledger)
+                if msg.ledger.final:
+                    lfut = conn.ledger_pending.pop(msg.ledger.query_id, None)
+                    parts_l = ledger_parts.pop(msg.ledger.query_id)
+                    if lfut is not None and not lfut.done():
+                        lfut.set_result(codec.decode_ledger(parts_l))
+            else:
+                log.warning("shard %s: unexpected %s message ignored", conn.key, kind)
+
+    # --- rounds ---
+
+    async def exchange(self, sent: dict[str, RoundRequest], deadline_s: float) -> dict[str, RoundReply | None]:
+        """Send each shard its request; gather replies until the deadline (None = missing)."""
+        loop = asyncio.get_running_loop()
+        futures: dict[str, asyncio.Future[RoundReply | None]] = {}
+        sends = []
+        for key, request in sent.items():
+            conn = self._connections.get(key)
+            if conn is not None and (request.session_id, request.round) in conn.pending:
+                raise ParameterError(f"session {request.session_id} round {request.round} is already in flight to shard {key}")
+        for key, request in sent.items():
+            fut: asyncio.Future[RoundReply | None] = loop.create_future()
+            futures[key] = fut
+            conn = self._connections.get(key)
+            if conn is None or conn.closed:
+                fut.set_result(None)
+                continue
+            conn.pending[(request.session_id, request.round)] = fut
+            sends.append(self._send_round(conn, request, fut))
+        # Encoding and writing happen concurrently per shard; the deadline covers both.
+        gathered = asyncio.gather(*sends)
+        try:
+            await asyncio.wait(futures.values(), timeout=max(0.0, float(deadline_s)))
+        finally:
+            if not gathered.done():  # a shard that stopped reading must not block the next round
+                gathered.cancel()
+        out: dict[str, RoundReply | None] = {}
+        for key, fut in futures.items():
+            if fut.done():
+                out[key] = fut.result()
+            else:
+                fut.cancel()
+                out[key] = None
+                request = sent[key]
+                conn = self._connections.get(key)
+                if conn is not None:  # a late reply for this round will find no future: dropped
+                    conn.pending.pop((request.session_id, request.round), None)
+                self.events.append(f"shard {key} missed the {deadline_s:g} s deadline of session {request.session_id} round {request.round}")
+        return out
+
+    async def _send_round(self, conn: _Connection, request: RoundRequest, fut: asyncio.Future[RoundReply | None]) -> None:
+        ok = await conn.send(codec.encode_request(request))
+        if not ok and not fut.done():
+            fut.set_result(None)
+
+    async def ledger_spent_units(self, timeout_s: float = 30.0) -> np.ndarray:
+        """Every user's spent budget (exact ledger units) in user order, asked from the shards.
+
+        A diagnostic for tests and labs: the aggregator could compute the same numbers from its
+        own requests and the refusals it saw, so it learns nothing new about any record.
+        """
+        loop = asyncio.get_running_loop()
+        shards = self.shards
+        futs = []
+        for s in shards:
+            conn = self._connections[s.key]
+            qid = next(self._ledger_ids)
+            fut: asyncio.Future[np.ndarray | None] = loop.create_future()
+            conn.ledger_pending[qid] = fut
+            futs.append(fut)
+            await conn.send([pb.ServerMessage(ledger_query=pb.LedgerQuery(query_id=qid))])
+        parts = await asyncio.wait_for(asyncio.gather(*futs), timeout_s)
+        missing = [s.key for s, p in zip(shards, parts) if p is None]
+        if missing:
+            raise LDPError(f"shards {missing} disconnected before reporting their ledgers")
+        return np.concatenate([p for p in parts if p is not None]) if parts else np.zeros(0, dtype=np.int64)
+
+
+class GrpcLROracle(LROracle):
+    """The LR oracle over a ``GrpcAggregator``'s connected shards (same interface and results
+    as ``InProcessLROracle``)."""
+
+    def __init__(self, aggregator: GrpcAggregator) -> None:
+        super().__init__()
+        self.aggregator = aggregator
+        self.population = aggregator.population
+        self.clients: list[Any] = []  # ClientProcess handles when started by launch_local
+
+    @property
+    def shards(self) -> list[ShardRange]:
+        return self.aggregator.shards
+
+    async def _exchange(self, sent: dict[str, RoundRequest], deadline_s: float) -> dict[str, RoundReply | None]:
+        return await self.aggregator.exchange(sent, deadline_s)
+
+    async def ledger_spent_units(self) -> np.ndarray:
+        """Every user's spent budget units, in user order (asked from the client processes)."""
+        return await self.aggregator.ledger_spent_units()
+
+    async def close(self) -> None:
+        await self.aggregator.close("the session is over")

@@ -1,0 +1,166 @@
+"""Faults: wrong protocol version, a client killed mid-round, a missed deadline (late reply
+discarded), the aggregator killed, an aggregator that is not up yet."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import subprocess
+import time
+
+import numpy as np
+import pytest
+from proc_helpers import PYTHON, free_port, read_until, reap, wait_exit
+from wire_helpers import ledger_of, population, rr
+
+from ldp.core.errors import ParameterError
+from ldp.local.messages import SessionKind, Status
+from ldp.local.oracle import InProcessLROracle
+from ldp.local.session import Request, Session
+from ldp.wire import codec
+from ldp.wire.aggregator import GrpcAggregator
+from ldp.wire.launcher import launch_local
+
+pytestmark = pytest.mark.timeout(60)
+
+
+async def _wait_process(proc: subprocess.Popen[bytes], timeout_s: float) -> int:
+    end = time.monotonic() + timeout_s
+    while proc.poll() is None:
+        assert time.monotonic() < end, "client process did not exit"
+        await asyncio.sleep(0.05)
+    return proc.returncode
+
+
+async def test_wrong_protocol_version_is_turned_away_naming_both_versions() -> None:
+    async with GrpcAggregator(population(n=100)) as aggregator:
+        proc = subprocess.Popen(
+            [PYTHON, "-m", "ldp.wire.client", "--connect", aggregator.address, "--protocol-version", "99", "--connect-timeout", "10"],
+            stderr=subprocess.PIPE,
+        )
+        try:
+            code = await _wait_process(proc, 20)
+            err = proc.stderr.read().decode() if proc.stderr else ""
+        finally:
+            reap(proc)
+        assert code == 2, err
+        assert "client speaks version 99" in err and f"aggregator speaks version {codec.PROTOCOL_VERSION}" in err, err
+        assert aggregator.shards == []
+        assert any("version 99" in e for e in aggregator.events)
+
+
+async def test_client_killed_mid_round_is_reported_missing_and_the_session_goes_on() -> None:
+    n = 2000
+    async with launch_local(population(n=n), processes=2, extra_args={"1/2": ["--answer-delay", "20"]}) as oracle:
+        s = Session(oracle, SessionKind.INTERACTIVE, deadline_s=10.0)
+        start = time.monotonic()
+        task = asyncio.ensure_future(s.round([Request.of(range(n), rr(0.25))]))
+        await asyncio.sleep(0.5)  # shard 1/2 has the request and is "working" (delayed)
+        victim = next(c for c in oracle.clients if c.claim.key == "1/2")
+        victim.process.send_signal(signal.SIGKILL)
+        (r,) = await asyncio.wait_for(task, 10.0 + 1.0)
+        assert time.monotonic() - start < 10.0 + 1.0
+        np.testing.assert_array_equal(r.missing_users, np.arange(n // 2, n))
+        np.testing.assert_array_equal(r.answered_users, np.arange(0, n // 2))
+        # The session goes on with the rest; the dead shard's users are no longer held.
+        assert [sh.key for sh in oracle.shards] == ["0/2"]
+        (r2,) = await s.round([Request.of(range(0, n // 2), rr(0.25))])
+        assert (r2.status == Status.ANSWERED).all()
+        with pytest.raises(ParameterError, match="no connected shard holds"):
+            await s.round([Request.of([n - 1], rr(0.25))])
+
+
+async def test_missed_deadline_reports_missing_and_a_late_reply_is_discarded() -> None:
+    n = 1000
+    spec = population(n=n)
+
+    async def program(oracle: object, deadline0: float) -> tuple[list, float]:
+        s = Session(oracle, SessionKind.INTERACTIVE, deadline_s=deadline0)  # type: ignore[arg-type]
+        t = time.monotonic()
+        r0 = await s.round([Request.of(range(n), rr(0.25))])
+        took = time.monotonic() - t
+        s.deadline_s = 10.0
+        r1 = await s.round([Request.of(range(0, n, 3), rr(0.25, kind="laplace"))])
+        return r0 + r1, took
+
+    reference, _ = await program(InProcessLROracle(spec), 30.0)
+    async with launch_local(spec, processes=2, extra_args={"1/2": ["--answer-delay", "1.5"]}) as oracle:
+        (r0, r1), took = await program(oracle, 0.5)
+        assert took < 0.5 + 1.0
+        np.testing.assert_array_equal(r0.missing_users, np.arange(n // 2, n))
+        np.testing.assert_array_equal(r0.answered_users, np.arange(n // 2))
+        # Round 1 gets the right answer, not shard 1's late round-0 reply.
+        assert (r1.status == Status.ANSWERED).all()
+        assert r1.values.tobytes() == reference[1].values.tobytes()
+        assert any("missed the 0.5 s deadline" in e for e in oracle.aggregator.events)
+        # The late shard did answer round 0 on its side (it charged its users): ledgers agree.
+        np.testing.assert_array_equal(await ledger_of(oracle), await _reference_ledger(spec))
+
+
+async def _reference_ledger(spec: object) -> np.ndarray:
+    o = InProcessLROracle(spec)  # type: ignore[arg-type]
+    s = Session(o, SessionKind.INTERACTIVE)
+    await s.round([Request.of(range(spec.size), rr(0.25))])  # type: ignore[attr-defined]
+    await s.round([Request.of(range(0, spec.size, 3), rr(0.25, kind="laplace"))])  # type: ignore[attr-defined]
+    return o.ledger_spent_units()
+
+
+def test_aggregator_killed_clients_exit_with_a_clear_message() -> None:
+    serve = subprocess.Popen(
+        [PYTHON, "-m", "ldp.cli.main", "serve", "--bind", "127.0.0.1:0", "rr-demo", "--users", "1000"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    client = None
+    try:
+        line = read_until(serve.stdout, "for 1000 users", 20)  # type: ignore[arg-type]
+        address = line.split("listening on ")[1].split()[0]
+        # Half the users only: the aggregator keeps waiting for the other half.
+        client = subprocess.Popen([PYTHON, "-m", "ldp.wire.client", "--connect", address, "--shard", "0/2"], stderr=subprocess.PIPE)
+        read_until(serve.stdout, "shard 0/2 connected", 20)  # type: ignore[arg-type]
+        serve.send_signal(signal.SIGKILL)
+        code = wait_exit(client, 10)
+        err = client.stderr.read().decode() if client.stderr else ""
+        assert code == 1, err
+        assert "lost the aggregator" in err or "ended the stream" in err, err
+        assert "Traceback" not in err
+    finally:
+        reap(serve, client)
+
+
+def test_clients_wait_for_a_late_aggregator_then_exit_on_close() -> None:
+    """`ldp-sim clients` started first retries with backoff; `ldp-sim serve` then runs the
+    experiment over them and sends Close; everything exits 0."""
+    port = free_port()
+    address = f"127.0.0.1:{port}"
+    clients = subprocess.Popen(
+        [PYTHON, "-m", "ldp.cli.main", "clients", "--connect", address, "--shard", "0/1", "--processes", "2", "--connect-timeout", "30"],
+        stderr=subprocess.PIPE,
+    )
+    serve = None
+    try:
+        time.sleep(1.5)
+        assert clients.poll() is None
+        serve = subprocess.Popen(
+            [PYTHON, "-m", "ldp.cli.main", "serve", "--bind", address, "rr-demo", "--users", "4000", "--wait", "30"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        assert wait_exit(serve, 40) == 0, serve.stderr.read() if serve.stderr else b""
+        out = serve.stdout.read().decode() if serve.stdout else ""
+        assert "Randomized response of one bit" in out and "shard 0/1.1/2 connected" in out, out
+        assert wait_exit(clients, 15) == 0
+        err = clients.stderr.read().decode() if clients.stderr else ""
+        assert err.count("the aggregator closed the connection") == 2, err
+    finally:
+        reap(serve, clients)
+
+
+def test_unreachable_aggregator_gives_up_with_a_message() -> None:
+    proc = subprocess.run(
+        [PYTHON, "-m", "ldp.wire.client", "--connect", f"127.0.0.1:{free_port()}", "--connect-timeout", "1"],
+        capture_output=True,
+        timeout=30,
+    )
+    assert proc.returncode == 1
+    assert b"cannot reach the aggregator" in proc.stderr and b"Traceback" not in proc.stderr
