@@ -15,7 +15,6 @@ import math
 from dataclasses import dataclass
 from typing import Callable
 
-import numpy as np
 
 from ldp.core.concepts import ConjunctionConcept, ProductBernoulli, concept_class
 from ldp.core.population import PopulationSpec, generate_records

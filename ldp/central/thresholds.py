@@ -12,7 +12,6 @@ Data: ``x`` integer array of points in [0, 2^bits) (``bits ≤ 62``), ``y`` int8
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np

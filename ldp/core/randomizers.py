@@ -508,10 +508,14 @@ class LocalRandomizer:
     def report_width(self) -> int:
         return self.query.width
 
-    def apply(self, records: np.ndarray, randomness: UserRandomness) -> np.ndarray:
-        """Each user's report: R(z_i) for every row of ``records``."""
+    def inputs(self, records: np.ndarray) -> np.ndarray:
+        """The randomizer's inputs g(z_i), clipped to [−b, b] for bounded-input randomizers:
+        privacy must not depend on the query keeping its word."""
         values = self.query.evaluate(records)
         if isinstance(self.randomizer, (LaplaceRandomizer, PlusMinusRandomizedResponse)):
-            # Clip to the declared bound: privacy must not depend on the query keeping its word.
             values = np.clip(values, -self.randomizer.bound, self.randomizer.bound)
-        return self.randomizer.sample(values, randomness).astype(self.report_dtype, copy=False)
+        return values
+
+    def apply(self, records: np.ndarray, randomness: UserRandomness) -> np.ndarray:
+        """Each user's report: R(z_i) for every row of ``records``."""
+        return self.randomizer.sample(self.inputs(records), randomness).astype(self.report_dtype, copy=False)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ldp.core import ratio_queries  # noqa: F401  (registers the lr_ratio query kind users may be asked)
 from ldp.core.budget import Ledger, has_repeats
 from ldp.core.errors import LDPError
 from ldp.core.population import PopulationSpec, generate_records

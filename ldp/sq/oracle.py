@@ -19,11 +19,11 @@ from typing import Sequence
 
 import numpy as np
 
-from ldp.core.errors import ParameterError, require_probability
+from ldp.core.errors import LDPError, ParameterError, require_probability
 from ldp.core.queries import QuerySpec
 from ldp.core.schema import Schema
 
-__all__ = ["SQOracle", "SQStep"]
+__all__ = ["SQOracle", "SQStep", "InsufficientUsersError", "RefusedUsersError"]
 
 
 @dataclass(frozen=True)
@@ -74,3 +74,26 @@ class SQOracle(ABC):
         self, queries: tuple[QuerySpec, ...], tolerance: float, confidence: float
     ) -> tuple[np.ndarray, np.ndarray]:
         """(answers, users used per query) for one validated batch."""
+
+
+class InsufficientUsersError(LDPError):
+    """The population is too small to answer a step within τ with the requested confidence.
+
+    ``needed`` is the number of (further) users the step needs, ``available`` how many there are.
+    """
+
+    def __init__(self, message: str, needed: int, available: int) -> None:
+        super().__init__(message)
+        self.needed = int(needed)
+        self.available = int(available)
+
+
+class RefusedUsersError(LDPError):
+    """Users refused (budget spent, per their own ledgers), went missing or errored, so an answer
+    would rest on fewer reports than its guarantee needs. ``refused`` counts them."""
+
+    def __init__(self, message: str, refused: int, missing: int = 0, errored: int = 0) -> None:
+        super().__init__(message)
+        self.refused = int(refused)
+        self.missing = int(missing)
+        self.errored = int(errored)

@@ -20,7 +20,7 @@ import numpy as np
 from ldp.core.errors import ParameterError
 from ldp.core.queries import QuerySpec
 from ldp.core.randomizers import RandomizerSpec
-from ldp.local.messages import Assignment, Result, RoundReply, RoundRequest, SessionKind, Users
+from ldp.local.messages import Assignment, Result, RoundReply, RoundRequest, Users
 from ldp.wire.v1 import aggregator_pb2 as pb
 
 __all__ = [

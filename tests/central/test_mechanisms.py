@@ -12,7 +12,7 @@ import math
 import numpy as np
 import pytest
 
-from ldp.central.audit import delta_at_epsilon, max_log_ratio, symmetric_delta
+from ldp.central.audit import max_log_ratio, symmetric_delta
 from ldp.central.choosing import (
     choosing_distribution,
     choosing_mechanism,
