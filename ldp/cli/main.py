@@ -21,8 +21,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib
+import os
+import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import Any, Sequence
 
 from rich.console import Console
@@ -90,7 +93,57 @@ def _parser() -> argparse.ArgumentParser:
     clients.add_argument("--processes", type=int, default=1, help="client processes on this machine (default 1)")
     clients.add_argument("--connect-timeout", type=float, default=60.0, help="seconds to retry while the aggregator is not up")
     sub.add_parser("list", help="list the registered experiments")
+    lab = sub.add_parser("lab", help="run a teaching lab the classroom way (client processes on loopback)")
+    lab.add_argument("number", type=int, help="lab number (see simulations/labs/)")
+    lab.add_argument("--quick", action="store_true", help="small sizes: every lab in under a minute")
+    lab.add_argument("--processes", type=int, default=2, help="client processes (default 2)")
+    lab.add_argument("--transport", choices=("grpc", "inprocess"), default="grpc", help="grpc (default) or inprocess")
+    lab.add_argument("--no-solutions", action="store_true", help="print the exercises without solving them")
+    lab.add_argument("--out", default="results/labs", help="where figures are saved (default results/labs)")
     return parser
+
+
+def lab_modules() -> dict[int, str]:
+    """Lab number → module name, from simulations/labs/labN_*.py."""
+    import simulations.labs as labs
+
+    found = {}
+    for path in sorted(Path(labs.__file__).parent.glob("lab*_*.py")):
+        number = path.stem[3 : path.stem.index("_")]
+        if number.isdigit():
+            found[int(number)] = f"simulations.labs.{path.stem}"
+    return found
+
+
+def _lab(ns: argparse.Namespace, console: Console) -> int:
+    """Run a lab script in a child Python with the lab's environment switches set.
+
+    The lab opens its oracle through ``simulations.labs.common.open_oracle``, which starts the
+    aggregator and client processes on 127.0.0.1 when LDP_TRANSPORT=grpc.
+    """
+    labs = lab_modules()
+    if ns.number not in labs:
+        raise ParameterError(f"there is no lab {ns.number}; labs are {sorted(labs)}")
+    if ns.processes < 1:
+        raise ParameterError(f"--processes must be ≥ 1, got {ns.processes}")
+    env = dict(
+        os.environ,
+        LDP_TRANSPORT=ns.transport,
+        LDP_PROCESSES=str(ns.processes),
+        LDP_QUICK="1" if ns.quick else "0",
+        LDP_SOLUTIONS="0" if ns.no_solutions else "1",
+        LDP_LAB_OUT=ns.out,
+        MPLBACKEND="Agg",
+    )
+    where = f"{ns.processes} client process(es) over gRPC" if ns.transport == "grpc" else "in process"
+    console.print(f"[bold]Lab {ns.number}[/bold] ({labs[ns.number]}), {where}")
+    proc = subprocess.Popen([sys.executable, "-m", labs[ns.number]], env=env)
+    try:
+        return proc.wait()
+    except KeyboardInterrupt:
+        proc.terminate()
+        proc.wait(timeout=10)
+        raise
 
 
 def _experiment_args(ns: argparse.Namespace, progress: Any) -> tuple[Any, ExperimentArgs]:
@@ -206,6 +259,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         if ns.command == "clients":
             return _clients(ns, console)
+        if ns.command == "lab":
+            return _lab(ns, console)
         return asyncio.run(_run(ns, console) if ns.command == "run" else _serve(ns, console))
     except LDPError as exc:
         errors.print(f"ldp-sim: error: {exc}", markup=False, highlight=False)

@@ -119,6 +119,7 @@ class GrpcAggregator:
         self._ledger_ids = itertools.count(1)
         self._population_json = json.dumps(population.to_json())
         self.events: list[str] = []  # human-readable log of connects/disconnects (CLI shows it)
+        self._background: set[asyncio.Future[Any]] = set()  # writes still finishing after a round ended
 
     # --- lifecycle ---
 
@@ -353,8 +354,14 @@ class GrpcAggregator:
         try:
             await asyncio.wait(futures.values(), timeout=max(0.0, float(deadline_s)))
         finally:
-            if not gathered.done():  # a shard that stopped reading must not block the next round
-                gathered.cancel()
+            if not gathered.done():
+                # Never cancel a write in flight: a cancelled grpc.aio write leaves the call
+                # unusable (GRPC_CALL_ERROR_TOO_MANY_OPERATIONS on the next write), and replies can
+                # arrive before the last write() has returned. Let the writes finish in the
+                # background; the connection's write lock orders later rounds after them, and a
+                # shard that stopped reading only makes its own later rounds miss their deadlines.
+                self._background.add(gathered)
+                gathered.add_done_callback(self._forget_background)
         out: dict[str, RoundReply | None] = {}
         for key, fut in futures.items():
             if fut.done():
@@ -368,6 +375,11 @@ class GrpcAggregator:
                     conn.pending.pop((request.session_id, request.round), None)
                 self.events.append(f"shard {key} missed the {deadline_s:g} s deadline of session {request.session_id} round {request.round}")
         return out
+
+    def _forget_background(self, task: asyncio.Future[Any]) -> None:
+        self._background.discard(task)
+        if not task.cancelled():
+            task.exception()  # retrieved: a failed write already marked its shard missing
 
     async def _send_round(self, conn: _Connection, request: RoundRequest, fut: asyncio.Future[RoundReply | None]) -> None:
         ok = await conn.send(codec.encode_request(request))

@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 from pathlib import Path
-from typing import AsyncIterator
+from typing import AsyncIterator, Iterable, Iterator, TypeVar
 
 import matplotlib
 
@@ -21,6 +21,8 @@ matplotlib.use("Agg")  # labs run headless; figures are saved, never shown
 
 from ldp.core.population import PopulationSpec  # noqa: E402
 from ldp.local.oracle import InProcessLROracle, LROracle  # noqa: E402
+
+T = TypeVar("T")
 
 QUICK = os.environ.get("LDP_QUICK", "0") == "1"
 SOLUTIONS = os.environ.get("LDP_SOLUTIONS", "1") != "0"
@@ -52,6 +54,13 @@ async def open_oracle(population: PopulationSpec) -> AsyncIterator[LROracle]:
             yield oracle
     else:
         yield InProcessLROracle(population)
+
+
+def track(items: Iterable[T], description: str) -> Iterator[T]:
+    """A progress bar over a lab's long loop (rich; plain lines when not on a terminal)."""
+    from rich.progress import track as rich_track
+
+    yield from rich_track(list(items), description=description)
 
 
 def saved(path: Path) -> Path:

@@ -21,7 +21,7 @@ from ldp.core.randomizers import BinaryRandomizedResponse, RandomizerSpec
 from ldp.core.queries import field_query
 from ldp.local.messages import SessionKind, Users
 from ldp.local.session import Request, Session
-from simulations.labs.common import QUICK, exercise, open_oracle, out_dir, saved
+from simulations.labs.common import QUICK, exercise, open_oracle, out_dir, saved, track
 from simulations.randomized_response import population, referee
 
 OUT = out_dir("lab1")
@@ -51,7 +51,7 @@ async def measure():
     rows = []
     async with open_oracle(spec) as oracle:
         start = 0
-        for eps in EPSILONS:
+        for eps in track(EPSILONS, "randomized response over ε"):
             R = BinaryRandomizedResponse(eps)
             errors = []
             for _ in range(REPEATS):
