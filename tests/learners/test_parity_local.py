@@ -1,0 +1,44 @@
+"""The local attempt at PARITY: it learns only when it can afford all 2^d candidates."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ldp.core.concepts import ParityConcept, concept_class
+from ldp.core.population import PopulationSpec
+from ldp.core.rng import generator
+from ldp.learners.parity_local import candidate_group, correlation_query, learn_parity_local
+from ldp.learners.results import true_error
+from ldp.local.oracle import InProcessLROracle
+from ldp.sq.exact import ExactSQOracle
+
+
+def test_correlation_query_is_one_for_the_target_and_half_otherwise() -> None:
+    d = 4
+    target = ParityConcept((1, 0, 1, 1))
+    oracle = ExactSQOracle(PopulationSpec(concept_class("parity", d), target, size=1))
+    assert oracle.expectation(correlation_query(np.array(target.r))) == 1.0
+    assert oracle.expectation(correlation_query(np.array([1, 1, 0, 0]))) == 0.5
+
+
+async def test_learns_small_d_and_fails_when_candidates_do_not_fit() -> None:
+    rng = generator(1, "parity-local")
+    d = 4
+    n = 2**d * candidate_group(d, 1.0)
+    for trial in range(3):
+        target = concept_class("parity", d).random_target(rng)
+        spec = PopulationSpec(concept_class("parity", d), target, size=n, seed=trial)
+        lr = InProcessLROracle(spec)
+        res = await learn_parity_local(lr, d, 1.0, rng)
+        assert res.details["covers_all"] and true_error(spec.referee(), res.hypothesis) == 0.0
+        assert lr.transcript.rounds[0]["kind"] == "NON_INTERACTIVE"
+    # d = 16 with 200 000 users: K ≈ 200 000/group ≪ 2^16 candidates; wrong unless lucky (p < 1%).
+    d = 16
+    errors = []
+    for trial in range(4):
+        target = concept_class("parity", d).random_target(rng)
+        spec = PopulationSpec(concept_class("parity", d), target, size=200_000, seed=trial)
+        res = await learn_parity_local(InProcessLROracle(spec), d, 1.0, rng)
+        assert res.details["candidates"] < 2**d
+        errors.append(true_error(spec.referee(), res.hypothesis))
+    assert np.mean(errors) == 0.5
