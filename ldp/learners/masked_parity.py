@@ -312,7 +312,7 @@ async def learn_masked_parity_lni_record(
     eps_c = randomizer.column_epsilon
     p2, q2 = _rr_keep(eps_c, 2)
     pd_, qd_ = _rr_keep(eps_c, d)
-    col_i, col_b, col_y = d, d + 1, d + 2
+    col_i, col_y = d, d + 2  # b is not needed: averaging over it costs no bias and saves a column inverse
     scale = p2 - q2  # E[report] = (p−q)·value for a ±1-valued column under binary RR
     # r_j: E[y·1[i=j]] = ((−1)^{r_j} + 1[r=0]·(−1)^a)/(2d) (the b = 0 half averages out unless
     # r = 0): two columns, so the estimator is scaled by 1/((p_i−q_i)(p−q)) only.
