@@ -10,6 +10,10 @@ import pytest
 LABS = sorted(p.stem for p in (Path(__file__).parents[2] / "simulations" / "labs").glob("lab*.py"))
 
 
+def test_there_are_at_least_six_labs():
+    assert len(LABS) >= 6, LABS
+
+
 @pytest.mark.parametrize("lab", LABS)
 def test_lab_runs_in_quick_mode(lab, tmp_path):
     env = dict(os.environ, LDP_QUICK="1", LDP_LAB_OUT=str(tmp_path), MPLBACKEND="Agg")

@@ -1,0 +1,103 @@
+# %% [markdown]
+# # Lab 5 — The trusted curator: PARITY, central against local (KLNRS §3.2, Corollary 4.6)
+#
+# **Goals.** (1) Run the central private learner for PARITY (Algorithm A: output ⊥ w.p. 1/2,
+# keep each example w.p. ε/4, solve the linear system over GF(2), output a uniform solution;
+# amplified to A* by Theorem 3.8): it learns with about linearly many examples in d.
+# (2) Run an honest local attempt (correlation queries (−1)^{⟨m,x⟩+y} for candidate parities m,
+# Lemma 4.3): every candidate needs its own users, and there are 2^d of them. PARITY is not SQ
+# learnable, hence not locally learnable (Theorem 4.8): LI ⊊ CNI.
+
+# %%
+import asyncio
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+from ldp.core.concepts import concept_class
+from ldp.core.population import PopulationSpec, generate_records
+from ldp.core.rng import generator
+from ldp.learners.parity import PackedExamples, a_star_sample_size, algorithm_a_star
+from ldp.learners.parity_local import learn_parity_local
+from ldp.learners.results import true_error
+from simulations.labs.common import QUICK, exercise, open_oracle, out_dir, saved, track
+
+OUT = out_dir("lab5")
+EPS, ALPHA, BETA = 1.0, 0.1, 0.1
+TRIALS = 3 if QUICK else 10
+CENTRAL_D = [8, 16, 32, 64] if QUICK else [8, 16, 32, 64, 128, 256]
+LOCAL_D = [4, 6, 8, 10] if QUICK else [4, 6, 8, 10, 12]
+LOCAL_USERS = 100_000 if QUICK else 400_000
+
+
+def population(d: int, n: int, t: int) -> PopulationSpec:
+    cc = concept_class("parity", d)
+    return PopulationSpec(cc, cc.random_target(generator(5, "lab5-target", d, t)), n, budget=EPS, seed=500 + t)
+
+
+# %% [markdown]
+# ## 1. The curator sees the records: A* with n = 60·d examples
+
+# %%
+central = {}
+for d in track(CENTRAL_D, "central A*"):
+    n = 60 * d
+    errs = []
+    for t in range(TRIALS):
+        spec = population(d, n, t)
+        examples = PackedExamples.from_records(generate_records(spec, 0, n))
+        result = algorithm_a_star(examples, EPS, BETA, generator(5, "lab5-a-star", d, t))
+        errs.append(true_error(spec.referee(), result.hypothesis))
+    central[d] = (n, float(np.mean(errs)), sum(e <= ALPHA for e in errs))
+    print(
+        f"central A*  d = {d:>3}: n = {n:>6,}, error ≤ α in {central[d][2]}/{TRIALS} trials, mean error {central[d][1]:.3f}"
+        f" (Theorem 3.8 bound: n = {a_star_sample_size(d, EPS, ALPHA, BETA):,})"
+    )
+
+# %% [markdown]
+# ## 2. The users keep their records: correlation queries through local randomizers
+
+# %%
+
+
+async def local_errors():
+    out = {}
+    for d in track(LOCAL_D, "local attempt"):
+        errs = []
+        for t in range(TRIALS):
+            spec = population(d, LOCAL_USERS, t)
+            async with open_oracle(spec) as lr:
+                result = await learn_parity_local(lr, d, EPS, generator(5, "lab5-local", d, t), beta=BETA)
+            errs.append(true_error(spec.referee(), result.hypothesis))
+        out[d] = float(np.mean(errs))
+        print(f"local       d = {d:>3}: n = {LOCAL_USERS:,}, mean error {out[d]:.3f}")
+    return out
+
+
+local = asyncio.run(local_errors())
+
+fig, ax = plt.subplots(figsize=(5.5, 3.5))
+ax.semilogx(list(central), [e for _, e, _ in central.values()], "o-", base=2, label="central A* (n = 60·d)")
+ax.semilogx(list(local), list(local.values()), "s-", base=2, label=f"local attempt (n = {LOCAL_USERS:,})")
+ax.axhline(0.5, color="k", linestyle=":", label="1/2: a random guess")
+ax.set_xlabel("d")
+ax.set_ylabel("mean true error")
+ax.legend(fontsize=8)
+fig.tight_layout()
+fig.savefig(OUT / "lab5_central_vs_local.png", dpi=120)
+saved(OUT / "lab5_central_vs_local.png")
+# A* may fail with probability β per trial (⊥ in every iteration, or too few kept examples).
+assert all(successes >= TRIALS - 1 for _, _, successes in central.values()) and local[max(LOCAL_D)] > 0.25
+
+# %% [markdown]
+# ## Exercises
+# 1. The local attempt spends n_0 users per candidate m. How many users would it need at d = 32?
+# 2. Algorithm A outputs ⊥ with probability 1/2 on *every* input. Why is that coin needed for
+#    privacy (Lemma 3.2)? What goes wrong on a database that no parity fits?
+
+# %%
+if exercise("users the local attempt needs at d = 32 (Lemma 4.3 with 2^d candidate queries)"):
+    from ldp.learners.parity_local import parity_local_lemma43_users
+
+    for d in (8, 16, 32):
+        print(f"  d = {d:>2}: {parity_local_lemma43_users(d, EPS, BETA):.3g} users (central A*: {a_star_sample_size(d, EPS, ALPHA, BETA):,})")
