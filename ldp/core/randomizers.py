@@ -2,7 +2,7 @@
 
 A ``Randomizer`` maps a query value u = g(z) to a report w. Each one declares ``epsilon``,
 samples vectorized over users from per-user randomness, and exposes its exact probabilities
-``log_prob(u, w)`` (a log-density for continuous outputs) so that ``ldp.audit`` can check
+``log_prob(u, w)`` (a log-density for continuous outputs) so that ``ldp.core.audit`` can check
 every log-ratio log p(w|u) − log p(w|u′) ≤ ε over its whole input domain.
 
 A ``LocalRandomizer`` is what a user actually runs: a registered query composed with a

@@ -18,6 +18,7 @@ from ldp.central.audit import max_log_ratio
 from ldp.core.concepts import ParityConcept, Referee, bits_to_int, concept_class
 from ldp.core.rng import generator
 from ldp.learners.parity import (
+    algorithm_a_sample_size,
     PackedExamples,
     a_star_distribution,
     a_star_iterations,
@@ -224,3 +225,31 @@ def test_sampler_matches_exact_distribution() -> None:
     keep = exact > 0
     assert counts[~keep].sum() == 0
     assert chisquare(counts[keep], exact[keep] / exact[keep].sum() * counts.sum()).pvalue > 1e-4
+
+
+def _lemma31_successes(d: int, n: int, runs: int, seed: int) -> int:
+    """Runs of Algorithm A on fresh uniform samples of size n: how many output error ≤ α (not ⊥)."""
+    cc = concept_class("parity", d)
+    wins = 0
+    for k in range(runs):
+        rng = generator(seed, "lemma-3.1", d, n, k)
+        target = cc.random_target(rng)
+        x = rng.integers(0, 2, size=(n, d))
+        y = target.predict(x)
+        result = algorithm_a(PackedExamples.from_arrays(x, y), 1.0, rng)
+        wins += true_error(Referee(cc, target), result.hypothesis) <= 0.1
+    return wins
+
+
+def test_lemma_3_1_utility_at_the_stated_sample_size():
+    """KLNRS Lemma 3.1: n ≥ 8/(εα)(d ln 2 + ln 1/β') ⇒ Pr[error ≤ α] ≥ 1/2 − β' (here 0.45).
+
+    300 seeded runs at d = 16, ε = 1, α = 0.1, β' = 0.05. The check 'successes ≥ 102' fails with
+    probability < 1e-4 when the true rate is 0.45 (Binomial lower tail), so its false-alarm rate is
+    below 1e-4. The broken variant — a sample of 2d examples, far below the bound — must fail it.
+    """
+    d, runs = 16, 300
+    n = algorithm_a_sample_size(d, 1.0, 0.1, 0.05)
+    assert n == math.ceil(80 * (16 * math.log(2) + math.log(20)))
+    assert _lemma31_successes(d, n, runs, seed=31) >= 102
+    assert _lemma31_successes(d, 2 * d, runs, seed=31) < 102

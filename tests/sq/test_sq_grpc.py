@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from sq_helpers import conjunction_population
+from tests.sq.sq_helpers import conjunction_population
 
 from ldp.core.errors import SessionError
 from ldp.local.oracle import InProcessLROracle

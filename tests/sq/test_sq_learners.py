@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 import pytest
-from sq_helpers import conjunction_population
+from tests.sq.sq_helpers import conjunction_population
 
 from ldp.core.population import PopulationSpec
 from ldp.local.oracle import InProcessLROracle

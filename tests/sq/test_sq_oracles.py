@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 import pytest
-from sq_helpers import conjunction_population
+from tests.sq.sq_helpers import conjunction_population
 from scipy import stats
 
 from ldp.core.errors import BudgetError, SessionError

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from sq_helpers import conjunction_population
+from tests.sq.sq_helpers import conjunction_population
 
 from ldp.core.errors import SessionError
 from ldp.core.queries import field_query, label_query, make_query
