@@ -14,7 +14,6 @@ the same code answers in both transports, so they cannot disagree. A shard
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -24,15 +23,10 @@ from ldp.core.errors import LDPError
 from ldp.core.population import PopulationSpec, generate_records
 from ldp.core.randomizers import LocalRandomizer
 from ldp.core.rng import Streams
-from ldp.local.messages import Assignment, Result, RoundReply, RoundRequest, SessionKind
+from ldp.local.messages import Assignment, Result, RoundReply, RoundRequest
+from ldp.local.rules import SessionRules
 
 __all__ = ["Shard"]
-
-
-@dataclass
-class _SessionState:
-    kind: SessionKind
-    last_round: int
 
 
 class Shard:
@@ -45,7 +39,7 @@ class Shard:
         self._records = generate_records(spec, self.first_user, self.count)
         self.ledger = Ledger(self.first_user, self.count, spec.budget)
         self._randomness = spec.randomness()
-        self._sessions: dict[int, _SessionState] = {}
+        self._rules = SessionRules()
 
     @property
     def stop(self) -> int:
@@ -53,35 +47,10 @@ class Shard:
 
     def answer(self, request: RoundRequest) -> RoundReply:
         """Answer every assignment of one round (vectorized over each assignment's users)."""
-        refusal = self._check_session(request)
+        refusal = self._rules.admit(request)
         if refusal:
             return RoundReply(request.session_id, request.round, error=refusal)
         return RoundReply(request.session_id, request.round, tuple(self._answer_one(a) for a in request.assignments))
-
-    def _check_session(self, request: RoundRequest) -> str:
-        try:
-            kind = SessionKind(request.session_kind)
-        except ValueError:
-            return f"unknown session kind {request.session_kind!r}; allowed: {[k.name for k in SessionKind]}"
-        state = self._sessions.get(request.session_id)
-        if state is None:
-            if request.round < 0:
-                return f"round numbers start at 0, got {request.round}"
-            if kind == SessionKind.NON_INTERACTIVE and request.round != 0:
-                return f"a non-interactive session has exactly one round, numbered 0; got round {request.round}"
-            self._sessions[request.session_id] = _SessionState(kind, request.round)
-            return ""
-        if state.kind != kind:
-            return f"session {request.session_id} is {state.kind.name}; a round cannot change it to {kind.name}"
-        if kind == SessionKind.NON_INTERACTIVE:
-            return (
-                f"session {request.session_id} is non-interactive and already answered its one round; "
-                f"refusing round {request.round} (KLNRS Def. 4.4: all requests are fixed before any reply)"
-            )
-        if request.round <= state.last_round:
-            return f"session {request.session_id}: round {request.round} is not after the last answered round {state.last_round} (replays are refused)"
-        state.last_round = request.round
-        return ""
 
     def _answer_one(self, assignment: Assignment) -> Result:
         users = assignment.users.array()

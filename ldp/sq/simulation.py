@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -44,7 +43,8 @@ from ldp.core.ratio_queries import RatioQuery, ratio_query, reference_record  # 
 from ldp.core.randomizers import LocalRandomizer, RandomizerSpec
 from ldp.core.rng import generator
 from ldp.core.schema import RECORD_DTYPE, Schema
-from ldp.local.messages import RoundRequest, SessionKind, Status
+from ldp.local.messages import RoundRequest, Status
+from ldp.local.rules import SessionRules
 from ldp.local.oracle import LROracle, Reports, ShardRange
 from ldp.sq.oracle import SQOracle
 
@@ -83,12 +83,6 @@ def simulation_tolerance(beta: float, reports: int, epsilon: float, interactive:
     while report_distance_bound(tau, eps, eps if interactive else 0.0) * reports > beta:  # float guard
         tau *= 1.0 - 1e-9
     return tau
-
-
-@dataclass
-class _SessionState:
-    kind: SessionKind
-    last_round: int
 
 
 class SQBackedLROracle(LROracle):
@@ -135,7 +129,7 @@ class SQBackedLROracle(LROracle):
         self._history_id = np.zeros(self.count, dtype=np.int64)  # 0 = no report yet
         self._histories: list[tuple[tuple[str, float], ...]] = [()]
         self._history_index: dict[tuple[tuple[str, float], ...], int] = {(): 0}
-        self._sessions: dict[int, _SessionState] = {}
+        self._rules = SessionRules()
         self.reports_simulated = 0
         self.sq_steps = 0
         self.report_distance_sum = 0.0  # Σ over simulated reports of report_distance_bound
@@ -154,7 +148,7 @@ class SQBackedLROracle(LROracle):
         raise NotImplementedError("SQBackedLROracle answers rounds in run_round")
 
     async def run_round(self, request: RoundRequest) -> list[Reports]:
-        refusal = self._check_session(request)
+        refusal = self._rules.admit(request)
         results: dict[int, Reports] = {}
         pending: list[tuple[int, Any, LocalRandomizer, np.ndarray, np.ndarray]] = []
         for position, a in enumerate(request.assignments):
@@ -191,23 +185,6 @@ class SQBackedLROracle(LROracle):
             for position, reports in (await self._simulate(layer)).items():
                 results[position] = reports
         return [results[k] for k in range(len(request.assignments))]
-
-    def _check_session(self, request: RoundRequest) -> str:
-        kind = SessionKind(request.session_kind)
-        state = self._sessions.get(request.session_id)
-        if state is None:
-            if kind == SessionKind.NON_INTERACTIVE and request.round != 0:
-                return f"a non-interactive session has exactly one round, numbered 0; got round {request.round}"
-            self._sessions[request.session_id] = _SessionState(kind, request.round)
-            return ""
-        if state.kind != kind:
-            return f"session {request.session_id} is {state.kind.name}; a round cannot change it to {kind.name}"
-        if kind == SessionKind.NON_INTERACTIVE:
-            return f"session {request.session_id} is non-interactive and already answered its one round"
-        if request.round <= state.last_round:
-            return f"session {request.session_id}: round {request.round} is not after round {state.last_round}"
-        state.last_round = request.round
-        return ""
 
     async def _simulate(self, layer: list[tuple[int, Any, LocalRandomizer, np.ndarray, np.ndarray]]) -> dict[int, Reports]:
         """One SQ step for every (assignment, history group) of a layer, then rejection sampling."""
