@@ -32,7 +32,7 @@ import math
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Awaitable, Callable
+from typing import AsyncContextManager, Awaitable, Callable
 
 import numpy as np
 
@@ -160,14 +160,25 @@ def noise_allowance(outcomes: int, samples: int, false_alarm: float = FALSE_ALAR
     return math.sqrt(outcomes / samples) + math.sqrt(math.log(1.0 / false_alarm) / samples)
 
 
-async def measure(cfg: Config, name: str) -> tuple[dict, dict]:
-    """One algorithm: direct vs simulated vs broken simulators; a table row and the histograms."""
+async def measure(cfg: Config, name: str, oracle_factory: Callable[[PopulationSpec], AsyncContextManager[LROracle]] | None = None) -> tuple[dict, dict]:
+    """One algorithm: direct vs simulated vs broken simulators; a table row and the histograms.
+
+    ``oracle_factory`` (an async context manager per population; ``ldp-sim run sq-local`` passes
+    gRPC client processes) serves the direct runs; default: ``InProcessLROracle``.
+    """
     algorithm, interactive, per_user = ALGORITHMS[name]
     n = cfg.refinement_users if interactive else cfg.histogram_users
     g = cfg.groups
     pop = lambda seed: population(g * n, seed, cfg.epsilon, cfg.bit_probability)  # noqa: E731
-    direct, outcomes = await algorithm(InProcessLROracle(pop(cfg.seed * 1000 + 1)), g, n, cfg.epsilon)
-    direct2, _ = await algorithm(InProcessLROracle(pop(cfg.seed * 1000 + 2)), g, n, cfg.epsilon)
+
+    async def on_users(seed: int) -> tuple[np.ndarray, int]:
+        if oracle_factory is None:
+            return await algorithm(InProcessLROracle(pop(seed)), g, n, cfg.epsilon)
+        async with oracle_factory(pop(seed)) as lr:
+            return await algorithm(lr, g, n, cfg.epsilon)
+
+    direct, outcomes = await on_users(cfg.seed * 1000 + 1)
+    direct2, _ = await on_users(cfg.seed * 1000 + 2)
     reports = n * per_user
     tau = simulation_tolerance(cfg.beta, reports, cfg.epsilon, interactive)
     confidence = 1.0 - 1e-12  # the exact oracle never fails

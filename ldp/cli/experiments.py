@@ -17,6 +17,18 @@ Adding an experiment (e.g. in ``simulations/separation.py``)::
     register_experiment("separation", run, population=lambda a: PopulationSpec(...),
                         description="one line for `ldp-sim list`")
 
+Two more shapes of experiment (``mode``):
+
+- ``needs_factory=True`` (mode ``"factory"``): ``runner(oracle_factory, args)``, for experiments over
+  many populations (seeded trials). ``oracle_factory(spec)`` is an async context manager yielding
+  an ``LROracle`` for ``spec``: in process, a fresh ``InProcessLROracle``; over gRPC, one cluster
+  of client processes that each new population is loaded into (``ldp.wire.launcher.grpc_oracle_factory``).
+  No ``population`` function is needed.
+- ``uses_oracle=False`` (mode ``"standalone"``): a synchronous ``runner(args)`` that never touches
+  the LR oracle (central-model experiments); it runs in process only, outside any event loop.
+
+Experiment-specific settings arrive in ``args.options`` (``ldp-sim run NAME -o key=value``;
+``apply_options`` applies them to a config dataclass) and ``args.quick`` (``--quick``).
 Modules that register experiments are imported by ``ldp.cli.main`` (see ``EXPERIMENT_MODULES``).
 Guarantee: names are unique; an unknown name is an ``UnknownKindError`` listing the known ones.
 Source: DESIGN.md §5.
@@ -24,10 +36,12 @@ Source: DESIGN.md §5.
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Awaitable, Callable
+from typing import Any, AsyncIterator, Awaitable, Callable, Literal, Mapping, TypeVar
 
 import numpy as np
 
@@ -44,6 +58,9 @@ __all__ = [
     "ExperimentArgs",
     "ExperimentResult",
     "Experiment",
+    "OracleFactory",
+    "apply_options",
+    "in_process_factory",
     "register_experiment",
     "get_experiment",
     "experiments",
@@ -52,6 +69,10 @@ __all__ = [
 
 def _no_progress(done: int, total: int) -> None:
     """Default progress callback: ignore."""
+
+
+def _no_log(line: str) -> None:
+    """Default log callback: ignore."""
 
 
 @dataclass(frozen=True)
@@ -63,7 +84,10 @@ class ExperimentArgs:
     seed: int = 0
     deadline_s: float = 30.0  # per-round deadline for Sessions
     progress: Callable[[int, int], None] = _no_progress  # call as progress(done, total)
-    options: dict[str, Any] = field(default_factory=dict)  # experiment-specific extras
+    options: dict[str, Any] = field(default_factory=dict)  # experiment-specific extras (-o key=value)
+    quick: bool = False  # --quick: small sizes (the experiment's quick configuration)
+    out: str | None = None  # --out: where files go (None: the experiment's default)
+    log: Callable[[str], None] = _no_log  # a line of progress text, shown above the bar
 
 
 @dataclass(frozen=True)
@@ -78,15 +102,29 @@ class ExperimentResult:
 
 
 Runner = Callable[[LROracle, ExperimentArgs], Awaitable[ExperimentResult]]
+OracleFactory = Callable[[PopulationSpec], AbstractAsyncContextManager[LROracle]]
+FactoryRunner = Callable[[OracleFactory, ExperimentArgs], Awaitable[ExperimentResult]]
+StandaloneRunner = Callable[[ExperimentArgs], ExperimentResult]
+Mode = Literal["oracle", "factory", "standalone"]
 
 
 @dataclass(frozen=True)
 class Experiment:
+    """A registered experiment. ``mode`` says what its runner takes: ``"oracle"`` one LR oracle for
+    ``population(args)``; ``"factory"`` an ``OracleFactory``; ``"standalone"`` only the args."""
+
     name: str
-    runner: Runner
-    population: Callable[[ExperimentArgs], PopulationSpec]
+    runner: Callable[..., Any]
+    population: Callable[[ExperimentArgs], PopulationSpec] | None
     description: str = ""
-    default_users: int = 100_000
+    default_users: int | None = 100_000  # None: the experiment chooses its own sizes (--users refused)
+    mode: Mode = "oracle"
+    default_epsilon: float | None = 1.0  # --epsilon when not given; None: --epsilon refused
+    takes_options: bool = False  # accepts -o key=value (else any option is a user mistake)
+
+    @property
+    def transports(self) -> tuple[str, ...]:
+        return ("inprocess",) if self.mode == "standalone" else ("grpc", "inprocess")
 
 
 _REGISTRY: dict[str, Experiment] = {}
@@ -94,17 +132,76 @@ _REGISTRY: dict[str, Experiment] = {}
 
 def register_experiment(
     name: str,
-    runner: Runner,
-    population: Callable[[ExperimentArgs], PopulationSpec],
+    runner: Runner | FactoryRunner | StandaloneRunner,
+    population: Callable[[ExperimentArgs], PopulationSpec] | None = None,
     description: str = "",
-    default_users: int = 100_000,
+    default_users: int | None = 100_000,
+    *,
+    needs_factory: bool = False,
+    uses_oracle: bool = True,
+    default_epsilon: float | None = 1.0,
+    takes_options: bool = False,
 ) -> Experiment:
-    """Make ``name`` runnable as ``ldp-sim run NAME``; returns the registered ``Experiment``."""
+    """Make ``name`` runnable as ``ldp-sim run NAME``; returns the registered ``Experiment``.
+
+    Plain experiments give ``population`` and get one oracle; ``needs_factory=True`` gets an
+    ``OracleFactory`` instead; ``uses_oracle=False`` is a synchronous in-process runner.
+    """
     if name in _REGISTRY:
         raise ValueError(f"experiment {name!r} is already registered")
-    exp = Experiment(name, runner, population, description, default_users)
+    if needs_factory and not uses_oracle:
+        raise ValueError("an experiment that does not use the LR oracle needs no oracle factory")
+    mode: Mode = "standalone" if not uses_oracle else "factory" if needs_factory else "oracle"
+    if mode == "oracle" and population is None:
+        raise ValueError(f"experiment {name!r} takes one oracle, so it needs a population function")
+    exp = Experiment(name, runner, population, description, default_users, mode, default_epsilon, takes_options)
     _REGISTRY[name] = exp
     return exp
+
+
+@asynccontextmanager
+async def in_process_factory(population: PopulationSpec) -> AsyncIterator[LROracle]:
+    """The in-process ``OracleFactory``: a fresh ``InProcessLROracle`` per population."""
+    from ldp.local.oracle import InProcessLROracle
+
+    oracle = InProcessLROracle(population)
+    try:
+        yield oracle
+    finally:
+        await oracle.close()
+
+
+C = TypeVar("C")
+
+
+def _convert(key: str, text: str, default: Any) -> Any:
+    """``text`` as the type of ``default`` (tuples: comma-separated items like the default's)."""
+    try:
+        if isinstance(default, bool):
+            if text.lower() not in {"true", "false", "1", "0", "yes", "no"}:
+                raise ValueError(text)
+            return text.lower() in {"true", "1", "yes"}
+        if isinstance(default, tuple):
+            item = type(default[0]) if default else str
+            return tuple(_convert(key, part.strip(), item()) for part in text.split(",") if part.strip())
+        if isinstance(default, (int, float)):
+            return type(default)(text)
+        return text
+    except ValueError:
+        raise ParameterError(f"option {key}={text!r}: expected {type(default).__name__}" + (" items, comma-separated" if isinstance(default, tuple) else "")) from None
+
+
+def apply_options(config: C, options: Mapping[str, Any]) -> C:
+    """A copy of the dataclass ``config`` with ``-o key=value`` options applied (strings are
+    converted to the type of the field's current value). Unknown keys are a ``ParameterError``
+    listing the known ones."""
+    fields = {f.name: getattr(config, f.name) for f in dataclasses.fields(config)}  # type: ignore[arg-type]
+    changes = {}
+    for key, value in options.items():
+        if key not in fields:
+            raise ParameterError(f"unknown option {key!r} for this experiment; options: {sorted(fields)}")
+        changes[key] = _convert(key, value, fields[key]) if isinstance(value, str) else value
+    return dataclasses.replace(config, **changes)  # type: ignore[type-var]
 
 
 def get_experiment(name: str) -> Experiment:

@@ -1,9 +1,12 @@
 """``ldp-sim``: run experiments in process or over gRPC, on one machine or several.
 
 Commands:
-- ``ldp-sim run EXPERIMENT [--processes P] [--users N] [--epsilon E] [--seed S] [--transport grpc|inprocess]``
+- ``ldp-sim run EXPERIMENT [--processes P] [--users N] [--epsilon E] [--seed S] [--transport grpc|inprocess]
+  [--quick] [--out DIR] [-o KEY=VALUE ...]``
   starts the aggregator and P client processes on 127.0.0.1 (a free port, spawned fresh
-  interpreters), shows progress, prints the result table, and shuts everything down.
+  interpreters), shows progress, prints the result table, and shuts everything down. Experiments
+  over many populations (``separation``) keep one cluster and load each population into it;
+  experiments that do not use the LR oracle run in process.
 - ``ldp-sim serve --bind HOST:PORT EXPERIMENT [...]`` runs the aggregator side alone: waits until
   client processes (started with ``ldp-sim clients``, possibly on other machines) hold every user,
   runs the experiment, sends Close.
@@ -21,6 +24,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib
+import math
 import os
 import subprocess
 import sys
@@ -29,18 +33,18 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, Progress, TaskID, TaskProgressColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from ldp.cli.experiments import ExperimentArgs, ExperimentResult, experiments, get_experiment
+from ldp.cli.experiments import Experiment, ExperimentArgs, ExperimentResult, experiments, get_experiment, in_process_factory
 from ldp.core.errors import LDPError, ParameterError
 from ldp.local.oracle import InProcessLROracle
 
 __all__ = ["main", "EXPERIMENT_MODULES"]
 
-# Modules whose import registers more experiments; missing ones are skipped (other engineers add
-# theirs here, e.g. "simulations.separation").
-EXPERIMENT_MODULES: tuple[str, ...] = ()
+# Modules whose import registers more experiments; missing ones are skipped. ldp.cli.catalog
+# registers the simulations lazily (their modules are imported only when they run).
+EXPERIMENT_MODULES: tuple[str, ...] = ("ldp.cli.catalog",)
 
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
@@ -68,12 +72,25 @@ def _fraction(text: str) -> tuple[int, int]:
     return parse_fraction(text)
 
 
+def _option(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE (e.g. trials=3 or masked_d=2,4), got {text!r}")
+    return key.strip(), value.strip()
+
+
 def _experiment_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("experiment", help="experiment name (see `ldp-sim list`)")
     p.add_argument("--users", type=int, default=None, help="number of users n (default: the experiment's)")
-    p.add_argument("--epsilon", type=float, default=1.0, help="per-user privacy budget ε (default 1)")
+    p.add_argument("--epsilon", type=float, default=None, help="per-user privacy budget ε (default: the experiment's, usually 1)")
     p.add_argument("--seed", type=int, default=0, help="population seed (default 0)")
     p.add_argument("--deadline", type=float, default=30.0, help="per-round deadline in seconds (default 30)")
+    p.add_argument("--quick", action="store_true", help="the experiment's small configuration")
+    p.add_argument("--out", default=None, help="directory for the files it writes (default: results/<experiment>)")
+    p.add_argument(
+        "-o", "--option", dest="options", type=_option, action="append", default=[], metavar="KEY=VALUE",
+        help="an experiment setting, e.g. -o trials=3 -o masked_d=2,4 (separation: any field of its Config)",
+    )
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -82,7 +99,9 @@ def _parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run an experiment on this machine")
     _experiment_arguments(run)
     run.add_argument("--processes", type=int, default=2, help="client processes for --transport grpc (default 2)")
-    run.add_argument("--transport", choices=("grpc", "inprocess"), default="grpc", help="grpc (default) or inprocess")
+    run.add_argument(
+        "--transport", choices=("grpc", "inprocess"), default=None, help="grpc (default) or inprocess (the only one for experiments without an LR oracle)"
+    )
     serve = sub.add_parser("serve", help="run the aggregator for remote client processes")
     serve.add_argument("--bind", type=_host_port, required=True, help="HOST:PORT to listen on (port 0: any free port)")
     _experiment_arguments(serve)
@@ -146,14 +165,34 @@ def _lab(ns: argparse.Namespace, console: Console) -> int:
         raise
 
 
-def _experiment_args(ns: argparse.Namespace, progress: Any) -> tuple[Any, ExperimentArgs]:
+def _experiment_args(ns: argparse.Namespace, progress: Any, log: Any = None) -> tuple[Experiment, ExperimentArgs]:
+    """The experiment and its arguments, every user mistake caught here (one clean line)."""
     exp = get_experiment(ns.experiment)
-    users = exp.default_users if ns.users is None else ns.users
-    if users < 1:
-        raise ParameterError(f"--users must be ≥ 1, got {users}")
+    if exp.default_users is None:
+        if ns.users is not None:
+            raise ParameterError(f"--users does not apply to {exp.name} (it chooses its own numbers of users; see -o)")
+        users = 0
+    else:
+        users = exp.default_users if ns.users is None else ns.users
+        if users < 1:
+            raise ParameterError(f"--users must be ≥ 1, got {users}")
+    if exp.default_epsilon is None and ns.epsilon is not None:
+        raise ParameterError(f"--epsilon does not apply to {exp.name} (it sweeps its own ε; see -o)")
+    epsilon = (exp.default_epsilon or 1.0) if ns.epsilon is None else ns.epsilon
+    if not (math.isfinite(epsilon) and epsilon > 0):
+        raise ParameterError(f"budget epsilon must be a finite number > 0, got {epsilon!r}")
     if not 0 <= ns.seed < 2**64:
         raise ParameterError(f"--seed must be in [0, 2^64), got {ns.seed}")
-    return exp, ExperimentArgs(users=users, epsilon=ns.epsilon, seed=ns.seed, deadline_s=ns.deadline, progress=progress)
+    options = dict(ns.options)
+    if options and not exp.takes_options:
+        raise ParameterError(f"{exp.name} takes no -o options (got {sorted(options)})")
+    transport = getattr(ns, "transport", None)
+    if transport is not None and transport not in exp.transports:
+        raise ParameterError(f"{exp.name} does not use the LR oracle: it runs in process only (drop --transport {transport})")
+    return exp, ExperimentArgs(
+        users=users, epsilon=epsilon, seed=ns.seed, deadline_s=ns.deadline, progress=progress, options=options,
+        quick=ns.quick, out=ns.out, log=log or (lambda line: None),
+    )
 
 
 def _print_result(console: Console, result: ExperimentResult, elapsed: float) -> None:
@@ -166,7 +205,7 @@ def _print_result(console: Console, result: ExperimentResult, elapsed: float) ->
     if result.notes:
         console.print(result.notes, markup=False, highlight=False)
     for f in result.files:
-        console.print(f"saved {f}")
+        console.print(f"saved {f}", markup=False, highlight=False)
     console.print(f"done in {elapsed:.2f} s")
 
 
@@ -174,17 +213,31 @@ def _progress(console: Console) -> Progress:
     return Progress(TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(), TimeElapsedColumn(), console=console)
 
 
+def _bar_args(ns: argparse.Namespace, bar: Progress, task: TaskID) -> tuple[Experiment, ExperimentArgs]:
+    return _experiment_args(
+        ns,
+        lambda done, total: bar.update(task, completed=done, total=total),
+        lambda line: bar.console.print(line, markup=False, highlight=False),  # printed above the bar
+    )
+
+
 async def _run(ns: argparse.Namespace, console: Console) -> int:
     bar = _progress(console)
     task = bar.add_task(f"{ns.experiment}: starting", total=None)
     # Validate everything before the bar appears, so a user mistake prints one clean line.
-    exp, args = _experiment_args(ns, lambda done, total: bar.update(task, completed=done, total=total))
+    exp, args = _bar_args(ns, bar, task)
+    transport = ns.transport or "grpc"
+    if transport == "grpc" and ns.processes < 1:
+        raise ParameterError(f"--processes must be ≥ 1, got {ns.processes}")
+    if exp.mode == "factory":
+        return await _run_factory(ns, console, bar, task, exp, args, transport)
+    assert exp.population is not None
     spec = exp.population(args)
-    if ns.transport == "grpc" and not 1 <= ns.processes <= spec.size:
+    if transport == "grpc" and not 1 <= ns.processes <= spec.size:
         raise ParameterError(f"--processes must be in [1, users = {spec.size}], got {ns.processes}")
     start = time.perf_counter()
     with bar:
-        if ns.transport == "inprocess":
+        if transport == "inprocess":
             bar.update(task, description=f"{exp.name} (in process)")
             result = await exp.runner(InProcessLROracle(spec), args)
         else:
@@ -198,10 +251,53 @@ async def _run(ns: argparse.Namespace, console: Console) -> int:
     return 0
 
 
+async def _run_factory(
+    ns: argparse.Namespace, console: Console, bar: Progress, task: TaskID, exp: Experiment, args: ExperimentArgs, transport: str
+) -> int:
+    """An experiment over many populations: one oracle per population from a factory. Over gRPC
+    one cluster of client processes serves them all (each population is loaded into it) and is
+    shut down when the experiment ends, fails or is interrupted."""
+    start = time.perf_counter()
+    summary = ""
+    with bar:
+        if transport == "inprocess":
+            bar.update(task, description=f"{exp.name} (in process)")
+            result = await exp.runner(in_process_factory, args)
+        else:
+            from ldp.wire.launcher import grpc_oracle_factory
+
+            bar.update(task, description=f"{exp.name} (gRPC: starting {ns.processes} client process(es))")
+            async with grpc_oracle_factory(ns.processes) as factory:
+                factory.on_launch = lambda oracle: bar.update(task, description=f"{exp.name} (gRPC, {ns.processes} process(es))")
+                result = await exp.runner(factory, args)
+                summary = (
+                    f"{factory.populations} population(s) served by {ns.processes} client process(es) "
+                    f"({factory.load_seconds:.2f} s starting them and loading populations)"
+                )
+    _print_result(console, result, time.perf_counter() - start)
+    if summary:
+        console.print(summary, markup=False, highlight=False)
+    return 0
+
+
+def _run_standalone(ns: argparse.Namespace, console: Console) -> int:
+    """An experiment without an LR oracle: synchronous, in process (Ctrl-C interrupts it directly)."""
+    bar = _progress(console)
+    task = bar.add_task(f"{ns.experiment} (in process)", total=None)
+    exp, args = _bar_args(ns, bar, task)
+    start = time.perf_counter()
+    with bar:
+        result = exp.runner(args)
+    _print_result(console, result, time.perf_counter() - start)
+    return 0
+
+
 async def _serve(ns: argparse.Namespace, console: Console) -> int:
     from ldp.wire.aggregator import GrpcAggregator, GrpcLROracle
 
     exp, args = _experiment_args(ns, lambda done, total: None)
+    if exp.population is None or exp.mode != "oracle":
+        raise ParameterError(f"{exp.name} cannot be served to remote clients yet (it runs many populations or none); use `ldp-sim run {exp.name}`")
     spec = exp.population(args)
     aggregator = GrpcAggregator(spec, ns.bind)
     await aggregator.start()
@@ -249,21 +345,26 @@ def _clients(ns: argparse.Namespace, console: Console) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     console = Console(stderr=False)
+    if not console.is_terminal:  # piped to a file: no terminal width to respect, keep rows whole
+        console = Console(stderr=False, width=200)
     errors = Console(stderr=True)
-    _load_experiment_modules()
     ns = _parser().parse_args(argv)
     try:
-        if ns.command == "list":
-            for exp in experiments():
-                console.print(f"{exp.name:20s} {exp.description}")
-            return 0
-        if ns.command == "clients":
+        if ns.command == "clients":  # client processes need no experiment: stay light
             return _clients(ns, console)
         if ns.command == "lab":
             return _lab(ns, console)
+        _load_experiment_modules()
+        if ns.command == "list":
+            for exp in experiments():
+                where = "in process only" if exp.mode == "standalone" else "grpc|inprocess"
+                console.print(f"{exp.name:22s} [{where}] {exp.description}", markup=False, highlight=False, soft_wrap=True)
+            return 0
+        if ns.command == "run" and get_experiment(ns.experiment).mode == "standalone":
+            return _run_standalone(ns, console)
         return asyncio.run(_run(ns, console) if ns.command == "run" else _serve(ns, console))
     except LDPError as exc:
-        errors.print(f"ldp-sim: error: {exc}", markup=False, highlight=False)
+        errors.print(f"ldp-sim: error: {exc}", markup=False, highlight=False, soft_wrap=True)  # one line, however long
         return EXIT_USAGE
     except KeyboardInterrupt:
         errors.print("ldp-sim: interrupted", markup=False, highlight=False)

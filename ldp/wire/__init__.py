@@ -2,7 +2,8 @@
 
 - ``ldp.wire.aggregator``: ``GrpcAggregator`` (the server) and ``GrpcLROracle`` (the ``LROracle``).
 - ``ldp.wire.client``: a client process hosting one shard (``python -m ldp.wire.client``).
-- ``ldp.wire.launcher``: ``launch_local(population, processes=P)``, aggregator + P clients on loopback.
+- ``ldp.wire.launcher``: ``launch_local(population, processes=P)``, aggregator + P clients on loopback;
+  ``grpc_oracle_factory(P)``, one such cluster reused for many populations (Load).
 - ``ldp.wire.codec``: messages ↔ protobuf parts; ``ldp.wire.codegen``: ``make proto``.
 - ``ldp.wire.v1``: generated code from ``proto/ldp/wire/v1/aggregator.proto`` (committed).
 

@@ -6,6 +6,8 @@ range and the population spec (Welcome), and keeps the connected shards. ``GrpcL
 ``LROracle`` over those shards: ``LROracle.run_round`` splits a round per shard (an error before
 anything is sent if a user is held by no connected shard), ``_exchange`` here sends each part and
 gathers replies, and the base class reassembles them in user order.
+``GrpcAggregator.load`` / ``GrpcLROracle.load`` give the connected clients a new population (Load →
+Ready), so one set of client processes serves many small populations (seeded trials).
 Guarantees: every round has a deadline — a shard that disconnects resolves to None at once, one
 that misses the deadline resolves to None at the deadline, and its users are reported MISSING;
 a late reply for an old round is discarded (replies are matched to (session, round)). The
@@ -72,13 +74,16 @@ class _Connection:
     """One connected client process (one stream)."""
 
     key: str
+    claim: ShardClaim
     context: grpc.aio.ServicerContext
     first_user: int
     count: int
-    ready: bool = False
+    ready: bool = False  # holds the aggregator's current population (Welcome or Load confirmed)
+    established: bool = False  # the handshake is over (a Load may be sent)
     closed: bool = False
     pending: dict[tuple[int, int], asyncio.Future[RoundReply | None]] = field(default_factory=dict)
     ledger_pending: dict[int, asyncio.Future[np.ndarray | None]] = field(default_factory=dict)
+    load_pending: dict[int, asyncio.Future[pb.Ready | None]] = field(default_factory=dict)
     write_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     stop: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -94,7 +99,8 @@ class _Connection:
                 return False
 
     def fail_pending(self) -> None:
-        for fut in list(self.pending.values()) + list(self.ledger_pending.values()):
+        futures: list[asyncio.Future[Any]] = [*self.pending.values(), *self.ledger_pending.values(), *self.load_pending.values()]
+        for fut in futures:
             if not fut.done():
                 fut.set_result(None)
 
@@ -117,6 +123,8 @@ class GrpcAggregator:
         self._closing = False
         self._close_reason = ""
         self._ledger_ids = itertools.count(1)
+        self._load_ids = itertools.count(1)  # 0 is the Ready that answers Welcome
+        self._departed: set[str] = set()  # shards that disconnected and have not come back (named in load errors)
         self._population_json = json.dumps(population.to_json())
         self.events: list[str] = []  # human-readable log of connects/disconnects (CLI shows it)
         self._background: set[asyncio.Future[Any]] = set()  # writes still finishing after a round ended
@@ -231,6 +239,8 @@ class GrpcAggregator:
                 conn.fail_pending()
                 if self._connections.get(conn.key) is conn:
                     del self._connections[conn.key]
+                if conn.established:
+                    self._departed.add(conn.key)
                 self._notify(f"shard {conn.key} disconnected (users {conn.first_user}..{conn.first_user + conn.count - 1})")
 
     async def _reject(self, context: grpc.aio.ServicerContext, reason: str) -> None:
@@ -271,7 +281,7 @@ class GrpcAggregator:
         if hi <= lo:
             await self._reject(context, f"shard {claim.key} holds no users of a population of {self.population.size}")
             return None
-        conn = _Connection(claim.key, context, lo, hi - lo)
+        conn = _Connection(claim.key, claim, context, lo, hi - lo)
         self._connections[conn.key] = conn  # reserve the range while the client generates records
         try:
             return await self._welcome(context, conn, hello.client_name)
@@ -287,11 +297,13 @@ class GrpcAggregator:
             del self._connections[conn.key]
             return None
         msg = await asyncio.wait_for(context.read(), READY_TIMEOUT_S)
-        if msg is grpc.aio.EOF or msg.WhichOneof("kind") != "ready" or (msg.ready.first_user, msg.ready.user_count) != (lo, hi - lo):
+        if msg is grpc.aio.EOF or msg.WhichOneof("kind") != "ready" or (msg.ready.first_user, msg.ready.user_count) != (lo, hi - lo) or msg.ready.error:
             del self._connections[conn.key]
-            await self._reject(context, f"protocol error: expected Ready for users {lo}..{hi - 1}")
+            detail = f" (the client says: {msg.ready.error})" if msg is not grpc.aio.EOF and msg.WhichOneof("kind") == "ready" and msg.ready.error else ""
+            await self._reject(context, f"protocol error: expected Ready for users {lo}..{hi - 1}{detail}")
             return None
-        conn.ready = True
+        conn.ready = conn.established = True
+        self._departed.discard(conn.key)
         self._notify(f"shard {conn.key} connected ({client_name or 'client'}, users {lo}..{hi - 1})")
         return conn
 
@@ -318,6 +330,16 @@ class GrpcAggregator:
                     fut.set_result(codec.decode_reply(parts))
                 except LDPError as exc:
                     fut.set_result(RoundReply(key[0], key[1], error=f"shard {conn.key} sent a malformed reply: {exc}"))
+            elif kind == "ready":
+                # The answer to a Load. The client handles messages in order, so every reply it
+                # sent for the old population arrived before this: unfinished parts are garbage.
+                reply_parts.clear()
+                ledger_parts.clear()
+                rfut = conn.load_pending.pop(msg.ready.load_id, None)
+                if rfut is not None and not rfut.done():
+                    rfut.set_result(msg.ready)
+                else:
+                    log.info("shard %s: discarded a late Ready for load %d", conn.key, msg.ready.load_id)
             elif kind == "ledger":
                 lp = ledger_parts.setdefault(msg.ledger.query_id, [])
                 lp.append(msg.ledger)
@@ -353,6 +375,15 @@ class GrpcAggregator:
         gathered = asyncio.gather(*sends)
         try:
             await asyncio.wait(futures.values(), timeout=max(0.0, float(deadline_s)))
+        except BaseException:
+            # Cancelled (Ctrl-C, an enclosing timeout): forget this round, so the connections do
+            # not look busy forever (a later Load refuses to run while a round is in flight).
+            for key, fut in futures.items():
+                fut.cancel()
+                conn = self._connections.get(key)
+                if conn is not None:
+                    conn.pending.pop((sent[key].session_id, sent[key].round), None)
+            raise
         finally:
             if not gathered.done():
                 # Never cancel a write in flight: a cancelled grpc.aio write leaves the call
@@ -386,6 +417,107 @@ class GrpcAggregator:
         if not ok and not fut.done():
             fut.set_result(None)
 
+    # --- a new population for the connected clients ---
+
+    async def load(self, population: PopulationSpec, timeout_s: float = READY_TIMEOUT_S) -> list[ShardRange]:
+        """Give every connected client a new population; returns the new shard ranges.
+
+        Each client keeps its claim K/M (j/P) and hosts that part of the new population: it drops
+        its old records, ledgers and session state, generates the new records and confirms with
+        Ready. Guarantees: nothing is sent (and nothing changes) unless every connected client would
+        hold at least one user, together they would hold every user, and no round, ledger query or
+        load is in flight (else ``LDPError``/``ParameterError``, naming shards that disconnected);
+        the call returns within ``timeout_s`` — a client that fails, disconnects or does not
+        confirm in time is named in an ``LDPError`` (and holds no users until the next load).
+        On success the connected shards cover the whole new population.
+        """
+        if self._closing:
+            raise LDPError("the aggregator is closed; cannot load a population")
+        conns = sorted((c for c in self._connections.values() if not c.closed), key=lambda c: c.first_user)
+        gone = f" (disconnected: {sorted(self._departed)})" if self._departed else ""
+        if not conns:
+            raise LDPError(f"cannot load a population: no client process is connected{gone}")
+        connecting = [c.key for c in conns if not c.established]
+        if connecting:
+            raise LDPError(f"cannot load a population while client(s) {connecting} are still connecting; wait for them first")
+        busy = [c.key for c in conns if c.pending or c.ledger_pending or c.load_pending]
+        if busy:
+            raise LDPError(f"cannot load a population while a round, ledger query or load is in flight (shards {busy})")
+        ranges: dict[str, tuple[int, int]] = {}
+        for c in conns:
+            lo, hi = shard_range(population.size, c.claim)
+            if hi <= lo:
+                raise ParameterError(
+                    f"a population of {population.size} users leaves shard {c.key} with no users; use fewer client processes or more users"
+                )
+            ranges[c.key] = (lo, hi)
+        spans = sorted(ranges.items(), key=lambda kv: kv[1])
+        for (k1, (_, hi1)), (k2, (lo2, _)) in zip(spans, spans[1:]):
+            if lo2 < hi1:
+                raise LDPError(f"shards {k1} and {k2} would overlap in a population of {population.size} users")
+        covered = sum(hi - lo for lo, hi in ranges.values())
+        if covered != population.size:  # checked before anything is sent: the clients keep their population
+            raise LDPError(
+                f"the connected shards {[k for k, _ in spans]} would hold {covered} of the {population.size} users of the new population{gone}"
+            )
+        # From here on the aggregator speaks about the new population: clients that connect now
+        # are welcomed into it, and no old shard is offered to a round until it confirms.
+        self.population = population
+        self._population_json = json.dumps(population.to_json())
+        loop = asyncio.get_running_loop()
+        futures: dict[str, tuple[_Connection, int, asyncio.Future[pb.Ready | None]]] = {}
+        sends = []
+        for c in conns:
+            c.ready = False
+            lid = next(self._load_ids)
+            fut: asyncio.Future[pb.Ready | None] = loop.create_future()
+            c.load_pending[lid] = fut
+            futures[c.key] = (c, lid, fut)
+            lo, hi = ranges[c.key]
+            message = pb.ServerMessage(
+                load=pb.Load(load_id=lid, population_json=self._population_json, first_user=lo, user_count=hi - lo)
+            )
+            sends.append(self._send_load(c, message, fut))
+        gathered = asyncio.gather(*sends)
+        try:
+            await asyncio.wait([f for _, _, f in futures.values()], timeout=max(0.0, float(timeout_s)))
+        finally:
+            for c, lid, fut in futures.values():
+                c.load_pending.pop(lid, None)
+                if not fut.done():
+                    fut.cancel()
+            if not gathered.done():  # never cancel a write in flight (see exchange)
+                self._background.add(gathered)
+                gathered.add_done_callback(self._forget_background)
+        failures = []
+        for key, (c, _, fut) in futures.items():
+            lo, hi = ranges[key]
+            ready = None if fut.cancelled() else fut.result()
+            if fut.cancelled():
+                failures.append(f"shard {key} did not confirm within {timeout_s:g} s")
+            elif ready is None:
+                failures.append(f"shard {key} disconnected")
+            elif ready.error:
+                failures.append(f"shard {key} failed: {ready.error}")
+            elif (ready.first_user, ready.user_count) != (lo, hi - lo):
+                failures.append(f"shard {key} confirmed users {ready.first_user}+{ready.user_count} instead of {lo}..{hi - 1}")
+            else:
+                c.first_user, c.count, c.ready = lo, hi - lo, True
+        if failures:
+            raise LDPError(f"loading a population of {population.size} users into the client processes failed: " + "; ".join(failures))
+        log.info("loaded a population of %d users into %d shard(s)", population.size, len(conns))
+        self._changed.set()
+        if self.covered_users() != population.size:
+            gone = f" (disconnected: {sorted(self._departed)})" if self._departed else ""
+            raise LDPError(
+                f"the connected shards {[s.key for s in self.shards]} hold {self.covered_users()} of {population.size} users of the new population{gone}"
+            )
+        return self.shards
+
+    async def _send_load(self, conn: _Connection, message: pb.ServerMessage, fut: asyncio.Future[pb.Ready | None]) -> None:
+        if not await conn.send([message]) and not fut.done():
+            fut.set_result(None)
+
     async def ledger_spent_units(self, timeout_s: float = 30.0) -> np.ndarray:
         """Every user's spent budget (exact ledger units) in user order, asked from the shards.
 
@@ -416,12 +548,27 @@ class GrpcLROracle(LROracle):
     def __init__(self, aggregator: GrpcAggregator) -> None:
         super().__init__()
         self.aggregator = aggregator
-        self.population = aggregator.population
         self.clients: list[Any] = []  # ClientProcess handles when started by launch_local
+
+    @property
+    def population(self) -> PopulationSpec:
+        return self.aggregator.population
 
     @property
     def shards(self) -> list[ShardRange]:
         return self.aggregator.shards
+
+    async def load(self, population: PopulationSpec, timeout_s: float = READY_TIMEOUT_S) -> None:
+        """Serve ``population`` from now on, with the same client processes (``GrpcAggregator.load``).
+
+        Guarantee: afterwards this oracle behaves exactly like a fresh oracle for ``population``
+        — session ids start again at 1 and the transcript is empty — so a program run after a
+        load issues the same request ids, hence the same per-user draws, as on a fresh
+        ``InProcessLROracle`` (tests/wire/test_load.py). The clients' ledgers are fresh too.
+        """
+        await self.aggregator.load(population, timeout_s)
+        self._next_session = 0  # LROracle's counter: a fresh oracle's first session is 1
+        self.__dict__.pop("transcript", None)  # Session creates the transcript on first use
 
     async def _exchange(self, sent: dict[str, RoundRequest], deadline_s: float) -> dict[str, RoundReply | None]:
         return await self.aggregator.exchange(sent, deadline_s)

@@ -5,7 +5,9 @@ its shard claim K/M (and sub-shard j/P), receives the population spec and its us
 Welcome, generates its users' records *locally* (``ldp.local.shard.Shard``), and then answers
 every round with ``Shard.answer`` — vectorized, ledger charged before the reply leaves, users over
 budget refused, invalid requests answered with an error reply (the process stays up), a second
-round of a non-interactive session refused.
+round of a non-interactive session refused. A ``Load`` replaces the population: the client drops
+its records, ledgers and session state, generates the new range's records and confirms with
+``Ready{load_id}`` (or reports the failure in ``Ready.error`` and holds no users until the next Load).
 Guarantees: only reports, refusal bitmaps and ledger units ever leave the process, never a record
 (tests/wire/test_privacy_wire.py); exits cleanly with a one-line message when the aggregator sends
 Close (code 0), turns it away (code 2), or disappears / cannot be reached (code 1) — no hang, no
@@ -27,6 +29,7 @@ import sys
 from typing import Callable
 
 import grpc
+import numpy as np
 
 from ldp.core.errors import LDPError
 from ldp.core.population import PopulationSpec
@@ -137,6 +140,7 @@ async def _serve(
         say(f"ldp client {claim.key}: cannot host users {welcome.first_user}.. of the population sent: {exc}")
         return EXIT_REJECTED
     await call.write(pb.ClientMessage(ready=pb.Ready(first_user=shard.first_user, user_count=shard.count, budget=spec.budget)))
+    current: Shard | None = shard
     parts: dict[tuple[int, int], list[pb.RoundRequest]] = {}
     while True:
         msg = await call.read()
@@ -147,8 +151,17 @@ async def _serve(
         if kind == "close":
             say(f"ldp client {claim.key}: the aggregator closed the connection: {msg.close.reason}")
             return EXIT_CLOSED
+        if kind == "load":
+            parts.clear()  # unfinished requests belong to the old population
+            current = None  # free the old records before generating the new ones
+            current, ready = _load(msg.load)
+            await call.write(pb.ClientMessage(ready=ready))
+            if ready.error:
+                say(f"ldp client {claim.key}: cannot load the new population: {ready.error}")
+            continue
         if kind == "ledger_query":
-            for m in codec.encode_ledger(msg.ledger_query.query_id, shard.first_user, shard.ledger.spent_units()):
+            first, units = (current.first_user, current.ledger.spent_units()) if current is not None else (0, np.zeros(0, dtype=np.int64))
+            for m in codec.encode_ledger(msg.ledger_query.query_id, first, units):
                 await call.write(m)
             continue
         if kind != "round":
@@ -157,11 +170,25 @@ async def _serve(
         parts.setdefault(key, []).append(msg.round)
         if not msg.round.final:
             continue
-        reply = _answer(shard, parts.pop(key))
+        if current is None:
+            reply = _round_error(parts.pop(key), "this client holds no users (its last Load failed)")
+        else:
+            reply = _answer(current, parts.pop(key))
         if answer_delay_s > 0:
             await asyncio.sleep(answer_delay_s)
         for m in codec.encode_reply(reply):
             await call.write(m)
+
+
+def _load(load: pb.Load) -> tuple[Shard | None, pb.Ready]:
+    """A fresh shard for the range of the new population, and the Ready that confirms it (or
+    says why not: the process stays up either way)."""
+    try:
+        spec = PopulationSpec.from_json(json.loads(load.population_json))
+        shard = Shard(spec, int(load.first_user), int(load.user_count))
+    except Exception as exc:  # noqa: BLE001 - a bad spec or a failed generation is reported, not fatal
+        return None, pb.Ready(load_id=load.load_id, first_user=load.first_user, user_count=load.user_count, error=f"{type(exc).__name__}: {exc}")
+    return shard, pb.Ready(load_id=load.load_id, first_user=shard.first_user, user_count=shard.count, budget=spec.budget)
 
 
 def _answer(shard: Shard, request_parts: list[pb.RoundRequest]) -> RoundReply:

@@ -36,7 +36,9 @@ __all__ = [
     "decode_ledger",
 ]
 
-PROTOCOL_VERSION = 1
+# 2: Load/Ready{load_id} (a new population for connected clients). A version-1 client would
+# ignore Load and leave the aggregator waiting, so the versions are told apart at Hello.
+PROTOCOL_VERSION = 2
 
 # Bulk bytes per message part. Why 2 MiB: well under gRPC's 4 MiB default, and large enough that
 # per-message overhead (~50 µs) is negligible against copying 2 MiB (DESIGN.md §3).

@@ -5,6 +5,10 @@ on 127.0.0.1 (port chosen by the OS), spawns P client processes (``python -m ldp
 fresh interpreters: never fork, DESIGN.md §3), waits until their shards cover every user, and
 yields a ``GrpcLROracle``. On exit — normal, error, cancellation or Ctrl-C — it sends Close,
 waits briefly for the clients to exit, and kills any that do not.
+``async with grpc_oracle_factory(processes=P) as factory:`` keeps one such cluster for many
+populations: ``async with factory(spec) as oracle:`` launches it the first time and afterwards
+only loads ``spec`` into the running clients (``GrpcLROracle.load``), which is what experiments
+with hundreds of seeded trials need (``simulations.separation.run(config, factory)``).
 Guarantee: no child process outlives the block (tests/wire/test_cli.py checks after Ctrl-C);
 children also exit on their own if the launching process dies (``--exit-with-parent``).
 Source: DESIGN.md §3 (spawn, loopback, bind :0, own Close message).
@@ -13,6 +17,7 @@ Source: DESIGN.md §3 (spawn, loopback, bind :0, own Close message).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import subprocess
 import sys
@@ -20,13 +25,13 @@ import tempfile
 import time
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import IO, AsyncIterator, Sequence
+from typing import IO, AsyncIterator, Callable, Sequence
 
 from ldp.core.errors import LDPError, ParameterError
 from ldp.core.population import PopulationSpec
-from ldp.wire.aggregator import GrpcAggregator, GrpcLROracle, ShardClaim
+from ldp.wire.aggregator import READY_TIMEOUT_S, GrpcAggregator, GrpcLROracle, ShardClaim
 
-__all__ = ["ClientProcess", "launch_local", "spawn_clients", "stop_clients"]
+__all__ = ["ClientProcess", "GrpcOracleFactory", "grpc_oracle_factory", "launch_local", "spawn_clients", "stop_clients"]
 
 
 @dataclass
@@ -148,3 +153,77 @@ async def launch_local(
             pass
         finally:
             stop_clients(clients)
+
+
+class GrpcOracleFactory:
+    """An oracle factory over one cluster of client processes: ``factory(spec)`` is an async
+    context manager yielding a ``GrpcLROracle`` for ``spec``.
+
+    The first use launches the aggregator and the clients (``launch_local``); every later use
+    loads the new population into the same clients (``GrpcLROracle.load``: fresh records,
+    ledgers and session ids, so results equal a fresh in-process oracle's). One population at a
+    time: the oracle of a previous ``async with`` must not be used after the next one starts.
+    Made by ``grpc_oracle_factory``, which shuts the cluster down on exit.
+    """
+
+    def __init__(self, stack: contextlib.AsyncExitStack, processes: int, ready_timeout_s: float, load_timeout_s: float, extra_args: dict[str, list[str]] | None) -> None:
+        self._stack = stack
+        self.processes = processes
+        self.ready_timeout_s = ready_timeout_s
+        self.load_timeout_s = load_timeout_s
+        self.extra_args = extra_args
+        self.oracle: GrpcLROracle | None = None  # None until the first use
+        self.populations = 0  # populations served so far (1 launch + loads)
+        self.load_seconds = 0.0  # wall time spent launching and loading (diagnostic)
+        self.on_launch: Callable[[GrpcLROracle], None] | None = None  # called once the cluster is up
+        self._in_use = False
+        self._closed = False
+
+    def __call__(self, population: PopulationSpec) -> contextlib.AbstractAsyncContextManager[GrpcLROracle]:
+        return self._use(population)
+
+    @contextlib.asynccontextmanager
+    async def _use(self, population: PopulationSpec) -> AsyncIterator[GrpcLROracle]:
+        if self._closed:
+            raise LDPError("this oracle factory's client processes are shut down (its `async with` block has ended)")
+        if self._in_use:
+            raise ParameterError("an oracle factory over one cluster serves one population at a time: leave the previous `async with` first")
+        self._in_use = True
+        try:
+            started = time.perf_counter()
+            if self.oracle is None:
+                self.oracle = await self._stack.enter_async_context(
+                    launch_local(population, self.processes, ready_timeout_s=self.ready_timeout_s, extra_args=self.extra_args)
+                )
+                if self.on_launch is not None:
+                    self.on_launch(self.oracle)
+            else:
+                await self.oracle.load(population, self.load_timeout_s)
+            self.populations += 1
+            self.load_seconds += time.perf_counter() - started
+            yield self.oracle
+        finally:
+            self._in_use = False
+
+
+@contextlib.asynccontextmanager
+async def grpc_oracle_factory(
+    processes: int = 1,
+    *,
+    ready_timeout_s: float = 120.0,
+    load_timeout_s: float = READY_TIMEOUT_S,
+    extra_args: dict[str, list[str]] | None = None,
+) -> AsyncIterator[GrpcOracleFactory]:
+    """``async with grpc_oracle_factory(P) as factory: await separation.run(config, factory)``.
+
+    Launches nothing until the factory is first used; on exit (normal, error, cancellation,
+    Ctrl-C) sends Close and stops every client process it started (``launch_local``'s cleanup).
+    """
+    if not isinstance(processes, int) or processes < 1:
+        raise ParameterError(f"processes must be an integer ≥ 1, got {processes!r}")
+    async with contextlib.AsyncExitStack() as stack:
+        factory = GrpcOracleFactory(stack, processes, ready_timeout_s, load_timeout_s, extra_args)
+        try:
+            yield factory
+        finally:
+            factory._closed = True

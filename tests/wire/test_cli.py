@@ -61,7 +61,9 @@ def test_user_mistakes_exit_2_without_traceback(args: list[str], message: str) -
 @pytest.mark.parametrize("whole_group", [True, False], ids=["terminal-ctrl-c", "sigint-to-launcher-only"])
 def test_ctrl_c_leaves_no_orphan(whole_group: bool) -> None:
     proc = subprocess.Popen(
-        [*CLI, "run", "rr-demo", "--processes", "2", "--users", "3000000"],
+        # 10^7 users: the run takes ~3 s on 2 cores, so the interrupt lands while it runs (3·10^6
+        # users finished in ~1 s, before the interrupt, once rounds got faster).
+        [*CLI, "run", "rr-demo", "--processes", "2", "--users", "10000000"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         start_new_session=True,  # its own process group, like a shell job
@@ -73,7 +75,7 @@ def test_ctrl_c_leaves_no_orphan(whole_group: bool) -> None:
             assert time.monotonic() < end and proc.poll() is None, "client processes did not start"
             time.sleep(0.1)
             kids = children_of(proc.pid)
-        time.sleep(1.0)
+        time.sleep(0.3)
         if whole_group:
             os.killpg(proc.pid, signal.SIGINT)
         else:

@@ -1,0 +1,202 @@
+"""The simulations as ``ldp-sim run`` experiments: separation, sq-local, sq-sample-complexity,
+pure-vs-approximate.
+
+What: thin adapters from the CLI's ``ExperimentArgs`` (``--seed``, ``--epsilon``, ``--quick``,
+``--out``, ``-o key=value`` for any field of the simulation's ``Config``) to each simulation's
+own ``run``, and from its result to an ``ExperimentResult`` (a table, notes, the files written).
+
+- ``separation`` and ``sq-local`` take an oracle factory (mode ``"factory"``): many populations,
+  each served in process or by one cluster of gRPC client processes that every new population
+  is loaded into.
+- ``sq-sample-complexity`` and ``pure-vs-approximate`` never use the LR oracle (central model,
+  exact computations): in process only.
+
+Guarantee: importing this module is cheap — the simulation modules (and scipy, matplotlib) are
+imported only when their experiment runs, so ``ldp-sim list`` and the client processes stay light.
+Source: DESIGN.md §5; the simulations' own docstrings.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from pathlib import Path
+from typing import Any
+
+from ldp.cli.experiments import ExperimentArgs, ExperimentResult, OracleFactory, apply_options, register_experiment
+from ldp.core.errors import ParameterError
+
+__all__: list[str] = []  # registration only
+
+
+def _files(out: Path, names: tuple[str, ...]) -> tuple[Path, ...]:
+    return tuple(out / n for n in names if (out / n).exists())
+
+
+# --- separation (KLNRS §3.2, §5) ---
+
+
+async def separation(factory: OracleFactory, args: ExperimentArgs) -> ExperimentResult:
+    """Users needed per learner and d (``simulations.separation.run``), one population per trial."""
+    from simulations import separation as sep
+
+    out = args.out or "results/separation"
+    config = sep.quick_config(args.seed, out) if args.quick else sep.Config(seed=args.seed, out=out)
+    config = apply_options(dataclasses.replace(config, epsilon=args.epsilon), args.options)
+    unknown = [name for name in config.learners if name not in sep.LEARNERS]
+    if unknown:
+        raise ParameterError(f"unknown learner(s) {unknown}; learners: {list(sep.LEARNERS)}")
+    # One log line per (learner, d) row and one per error curve: that is the bar's unit.
+    total = sum(len(sep.LEARNERS[name].dims(config)) for name in config.learners)
+    total += sum(1 for name in ("LI", "LNI-a", "LNI-b") if name in config.learners and config.curve_users)
+    done = 0
+
+    def log(line: str) -> None:
+        nonlocal done
+        done += 1
+        args.log(line)
+        args.progress(done, total)
+
+    args.progress(0, total)
+    result = await sep.run(config, factory, log=log)
+    cap = config.cap
+    rows = tuple(
+        (
+            r["family"],
+            r["learner"],
+            r["model"],
+            r["d"],
+            f"{r['users_needed']:,}" if r["users_needed"] is not None else f"> {cap:,}",
+            f"{r['successes']}/{r['trials']}",
+            f"{r['mean_error']:.3f}",
+            f"{r['bound']:,} ({r['bound_source']})" if r["bound"] else "—",
+            f"{r['measured_over_bound']:.3g}" if r["measured_over_bound"] is not None else "—",
+        )
+        for r in result["rows"]
+    )
+    table = result["table"]
+    head, _, curves = table.partition("\nMean error against users")
+    notes = head.split("\n\n", 1)[0]
+    if curves:
+        notes += "\n\nMean error against users" + curves.rstrip()
+    return ExperimentResult(
+        f"Users needed: LNI ⊊ LI (MASKED-PARITY) and local ⊊ central (PARITY), {result['seconds']} s",
+        ("class", "learner", "model", "d", "users needed", "successes", "mean error", "bound (source)", "measured/bound"),
+        rows,
+        files=tuple(Path(f) for f in result.get("files", ())),
+        notes=notes,
+    )
+
+
+register_experiment(
+    "separation",
+    separation,
+    description="users needed vs d: LI/LNI-a/LNI-b on MASKED-PARITY, central/local PARITY (many seeded populations)",
+    default_users=None,
+    needs_factory=True,
+    takes_options=True,
+)
+
+
+# --- sq-local (KLNRS Lemmas 4.4, 4.5) ---
+
+
+async def sq_local(factory: OracleFactory, args: ExperimentArgs) -> ExperimentResult:
+    """Direct runs on users (through the factory) vs the SQ-backed simulation (in the aggregator)."""
+    from simulations import sq_local as sq
+
+    config = sq.quick_config(args.seed) if args.quick else sq.Config(seed=args.seed)
+    config = apply_options(dataclasses.replace(config, epsilon=args.epsilon), args.options)
+    out = Path(args.out or "results/sq_local")
+    started = time.perf_counter()
+    rows, hists = [], {}
+    args.progress(0, len(sq.ALGORITHMS))
+    for k, name in enumerate(sq.ALGORITHMS):
+        row, hist = await sq.measure(config, name, factory)
+        rows.append(row)
+        hists[name] = hist
+        args.log(f"{name}: TV(direct, simulated) = {row['distance']:.4f} (β + allowance = {config.beta + row['allowance']:.4f})")
+        args.progress(k + 1, len(sq.ALGORITHMS))
+    result = sq.Result(config, tuple(rows), hists, time.perf_counter() - started)
+    sq.write_outputs(result, out)
+    return ExperimentResult(
+        "Local → SQ simulation (KLNRS Lemmas 4.4, 4.5): direct (users) vs SQBackedLROracle",
+        tuple(header for _, header, _ in sq.COLUMNS),
+        tuple(tuple(fmt.format(r[key]) for key, _, fmt in sq.COLUMNS) for r in result.rows),
+        files=_files(out, ("result.json", "distances.csv", "table.md", "outputs.png")),
+        notes=sq.table_markdown(result).split("\n\n", 1)[0],
+    )
+
+
+register_experiment(
+    "sq-local",
+    sq_local,
+    description="local algorithms on users vs simulated from SQ answers (TV distance ≤ β + noise)",
+    default_users=None,
+    needs_factory=True,
+    default_epsilon=2.0,
+    takes_options=True,
+)
+
+
+# --- in-process only: no LR oracle ---
+
+
+def sq_sample_complexity(args: ExperimentArgs) -> ExperimentResult:
+    """Users to answer t SQs within τ, local vs central (exact computations + in-process runs)."""
+    from simulations import sq_sample_complexity as sc
+
+    config = sc.quick_config(args.seed) if args.quick else sc.Config(seed=args.seed)
+    config = apply_options(config, args.options)
+    out = Path(args.out or "results/sq_sample_complexity")
+    result = sc.run(config)
+    sc.write_outputs(result, out)
+    return ExperimentResult(
+        f"SQ sample complexity, local vs central ({result.seconds:.1f} s)",
+        tuple(header for _, header, _ in sc.COLUMNS),
+        tuple(tuple(sc._fmt(r[key], fmt) for key, _, fmt in sc.COLUMNS) for r in result.rows),
+        files=_files(out, ("result.json", "users.csv", "table.md", "users.png")),
+        notes=sc.table_markdown(result).split("\n\n", 1)[0],
+    )
+
+
+def pure_vs_approximate(args: ExperimentArgs) -> ExperimentResult:
+    """m_90 of POINT_d / THRESH_d learners, pure vs approximate central DP."""
+    from simulations import pure_vs_approximate as pva
+
+    config = pva.quick_config(args.seed) if args.quick else pva.Config(seed=args.seed)
+    config = apply_options(config, args.options)
+    out = Path(args.out or "results/pure_vs_approximate")
+    result = pva.run(config)
+    pva.write_outputs(result, out)
+    rows: tuple[tuple[Any, ...], ...] = tuple(
+        (r["task"], r["learner"], r["privacy"], r["bits"], r["m90"] if r["m90"] is not None else "> max", r["theory"] or "–")
+        for r in result.rows
+    )
+    return ExperimentResult(
+        f"Users needed (m_90): pure vs approximate central DP ({result.seconds:.1f} s)",
+        ("task", "learner", "privacy", "d (bits)", "m_90", "theory"),
+        rows,
+        files=_files(out, ("result.json", "m90.csv", "table.md", "m90.png")),
+        notes=f"α = {config.alpha}, β = {config.beta}, ε = {config.epsilon}, δ = {config.delta:g}; {config.trials} trials per point",
+    )
+
+
+register_experiment(
+    "sq-sample-complexity",
+    sq_sample_complexity,
+    description="users for t SQs within τ: local vs central (no LR oracle)",
+    default_users=None,
+    uses_oracle=False,
+    default_epsilon=None,
+    takes_options=True,
+)
+register_experiment(
+    "pure-vs-approximate",
+    pure_vs_approximate,
+    description="POINT_d/THRESH_d learners, pure vs approximate central DP (no LR oracle)",
+    default_users=None,
+    uses_oracle=False,
+    default_epsilon=None,
+    takes_options=True,
+)
