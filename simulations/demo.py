@@ -21,31 +21,18 @@ from ldp.local.oracle import InProcessLROracle
 from simulations import randomized_response, separation
 
 
-MODEL = {"local interactive": "LI", "local non-interactive": "LNI", "central": "CNI"}
-CLASS = {"masked_parity": "MASKED-PARITY", "parity": "PARITY"}
-
-
 def summary_table(result: dict) -> Table:
     """The separation result as a compact table that fits 80 columns (the full one is table.md)."""
     c = result["config"]
     table = Table(
         title=f"Users needed for error ≤ {c['alpha']} in ≥ {1 - c['beta']:.0%} of {c['trials']} trials (ε = {c['epsilon']})",
-        caption="users: needed for error ≤ α; ÷ bound: users / (Lemma 4.3 local, Thm 3.8 A*, Thm 3.7 Occam); red: failed at the cap",
+        caption=separation.SUMMARY_CAPTION,
         box=box.SIMPLE_HEAD,
     )
-    for col in ("class", "learner", "model", "d", "users", "error", "÷ bound"):
+    for col in separation.SUMMARY_COLUMNS:
         table.add_column(col, justify="left" if col in ("class", "learner", "model") else "right", no_wrap=True, min_width=3 if col == "d" else None)
-    previous = None
-    for row in result["rows"]:
-        family = CLASS.get(row["family"], row["family"])
-        shown, previous = ("" if family == previous else family), family
-        needed = f"{row['users_needed']:,}" if row["users_needed"] else f"> {c['cap']:,}"
-        ratio = f"{row['measured_over_bound']:.3f}" if row["measured_over_bound"] else "—"
-        style = "red" if row["users_needed"] is None else None
-        table.add_row(
-            shown, row["learner"], MODEL.get(row["model"], row["model"]), str(row["d"]),
-            needed, f"{row['mean_error']:.3f}", ratio, style=style,
-        )
+    for row in separation.summary_rows(result):
+        table.add_row(*row, style="red" if row[4].startswith(">") else None)
     return table
 
 

@@ -421,6 +421,34 @@ def _plot(result: dict[str, Any], path: Path) -> None:
     plt.close(fig)
 
 
+MODEL_SHORT = {"local interactive": "LI", "local non-interactive": "LNI", "central": "CNI"}
+SUMMARY_COLUMNS = ("class", "learner", "model", "d", "users", "error", "÷ bound")
+SUMMARY_CAPTION = "users: needed for error ≤ α; ÷ bound: users / (Lemma 4.3 local, Thm 3.8 A*, Thm 3.7 Occam)"
+
+
+def summary_rows(result: dict[str, Any]) -> tuple[tuple[str, ...], ...]:
+    """The result as compact rows under ``SUMMARY_COLUMNS`` (the full table is ``result["table"]``);
+    the class is named on its first row only."""
+    cap = result["config"]["cap"]
+    rows = []
+    previous = None
+    for r in result["rows"]:
+        family = r["family"].upper().replace("_", "-")
+        rows.append(
+            (
+                "" if family == previous else family,
+                r["learner"],
+                MODEL_SHORT.get(r["model"], r["model"]),
+                str(r["d"]),
+                f"{r['users_needed']:,}" if r["users_needed"] is not None else f"> {cap:,}",
+                f"{r['mean_error']:.3f}",
+                f"{r['measured_over_bound']:.3f}" if r["measured_over_bound"] is not None else "—",
+            )
+        )
+        previous = family
+    return tuple(rows)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="small ranges and few trials (make demo)")

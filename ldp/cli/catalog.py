@@ -59,30 +59,15 @@ async def separation(factory: OracleFactory, args: ExperimentArgs) -> Experiment
 
     args.progress(0, total)
     result = await sep.run(config, factory, log=log)
-    cap = config.cap
-    rows = tuple(
-        (
-            r["family"],
-            r["learner"],
-            r["model"],
-            r["d"],
-            f"{r['users_needed']:,}" if r["users_needed"] is not None else f"> {cap:,}",
-            f"{r['successes']}/{r['trials']}",
-            f"{r['mean_error']:.3f}",
-            f"{r['bound']:,} ({r['bound_source']})" if r["bound"] else "—",
-            f"{r['measured_over_bound']:.3g}" if r["measured_over_bound"] is not None else "—",
-        )
-        for r in result["rows"]
-    )
     table = result["table"]
     head, _, curves = table.partition("\nMean error against users")
-    notes = head.split("\n\n", 1)[0]
+    notes = head.split("\n\n", 1)[0] + "\n" + sep.SUMMARY_CAPTION
     if curves:
         notes += "\n\nMean error against users" + curves.rstrip()
     return ExperimentResult(
         f"Users needed: LNI ⊊ LI (MASKED-PARITY) and local ⊊ central (PARITY), {result['seconds']} s",
-        ("class", "learner", "model", "d", "users needed", "successes", "mean error", "bound (source)", "measured/bound"),
-        rows,
+        sep.SUMMARY_COLUMNS,
+        sep.summary_rows(result),
         files=tuple(Path(f) for f in result.get("files", ())),
         notes=notes,
     )
