@@ -89,6 +89,10 @@ class Config:
     curve_trials: int = 5
     full_at_cap: bool = True  # a learner failing at the cap: rerun all trials there for its mean error
     learners: tuple[str, ...] = ("LI", "LNI-a", "LNI-b", "central-A*", "central-occam", "local-parity")
+    # Central baselines from the other seeds (BNS): POINT_d with pure ε-DP (exponential mechanism)
+    # against (ε, δ)-DP (A_dist), measured by simulations.pure_vs_approximate's search. () skips them.
+    point_bits: tuple[int, ...] = (8, 32, 128, 512)
+    point_trials: int = 100
     out: str | None = "results/separation"
 
 
@@ -107,6 +111,8 @@ def quick_config(seed: int = 0, out: str | None = "results/separation") -> Confi
         curve_users=(4_000, 16_000, 64_000, 256_000),
         curve_trials=3,
         full_at_cap=False,
+        point_bits=(8, 32, 128),
+        point_trials=50,
         out=out,
     )
 
@@ -303,6 +309,11 @@ async def run(config: Config, oracle_factory: OracleFactory = in_process_oracle,
             ev = await _evaluate(curve_trials, learner, config.curve_d, n, early_stop=False)
             curves.append({"learner": learner, "d": config.curve_d, **ev})
         say(f"{learner:>14} curve at d={config.curve_d} done")
+    if config.point_bits:
+        point_rows = await asyncio.to_thread(central_point_baselines, config)
+        rows += point_rows
+        for row in point_rows:
+            say(f"{row['learner']:>14} d={row['d']:<4} users needed {row['users_needed'] or '> max'!s:>10}")
     result = {
         "config": asdict(config),
         "rows": rows,
@@ -313,6 +324,43 @@ async def run(config: Config, oracle_factory: OracleFactory = in_process_oracle,
     if config.out:
         result["files"] = [str(p) for p in write_outputs(result, Path(config.out))]
     return result
+
+
+def central_point_baselines(config: Config) -> list[dict[str, Any]]:
+    """POINT_d learned by a trusted curator, pure against approximate DP (BNS §3.1; KLNRS Thm 3.7),
+    as separation rows: users needed (m_90, the smallest n with error ≤ α in ≥ 1 − β of
+    ``point_trials`` seeded trials on BNS's two-point hard distribution) against d = bits."""
+    from simulations import pure_vs_approximate as pva
+
+    pconfig = pva.Config(
+        point_bits=config.point_bits, threshold_bits=(), alpha=config.alpha, beta=config.beta, epsilon=config.epsilon,
+        trials=config.point_trials, include_lmm=False, seed=config.seed,
+    )
+    started = time.perf_counter()
+    result = pva.run(pconfig)
+    rows = []
+    for r in result.rows:
+        pure = r["privacy"] == "pure"
+        needed = r["m90"]
+        rows.append(
+            {
+                "learner": "central-EM" if pure else "central-Adist",
+                "family": "point",
+                "model": "central" if pure else f"central (ε, δ = {pconfig.delta:g})",
+                "d": r["bits"],
+                "users_needed": needed,
+                "status": "ok" if needed is not None else "> cap",
+                "success_rate": None,
+                "successes": None,
+                "trials": r["trials"],
+                "mean_error": None,
+                "bound": r["theory"],
+                "bound_source": "BNS (pure, Thm 3.7)" if pure else "BNS Lemma 3.2 (A_dist)",
+                "measured_over_bound": needed / r["theory"] if needed and r["theory"] else None,
+                "seconds": round((time.perf_counter() - started) / max(len(result.rows), 1), 2),
+            }
+        )
+    return rows
 
 
 # --- outputs ---
@@ -336,9 +384,11 @@ def markdown_table(result: dict[str, Any]) -> str:
     for r in result["rows"]:
         bound = f"{r['bound']:,} ({r['bound_source']})" if r["bound"] else "—"
         ratio = f"{r['measured_over_bound']:.3g}" if r["measured_over_bound"] is not None else "—"
+        successes = f"{r['successes']}/{r['trials']}" if r["successes"] is not None else f"≥ {1 - c['beta']:.0%} of {r['trials']}"
+        error = f"{r['mean_error']:.3f}" if r["mean_error"] is not None else "—"
         lines.append(
             f"| {r['family']} | {r['learner']} | {r['model']} | {r['d']} | {_fmt_users(r, c['cap'])} | "
-            f"{r['successes']}/{r['trials']} | {r['mean_error']:.3f} | {bound} | {ratio} |"
+            f"{successes} | {error} | {bound} | {ratio} |"
         )
     if result["curves"]:
         lines += ["", f"Mean error against users at d = {result['curves'][0]['d']} ({c['curve_trials']} trials each):", ""]
@@ -386,6 +436,8 @@ def _plot(result: dict[str, Any], path: Path) -> None:
         "central-A*": ("tab:green", "^"),
         "central-occam": ("tab:olive", "v"),
         "local-parity": ("tab:purple", "P"),
+        "central-EM": ("tab:brown", "<"),
+        "central-Adist": ("tab:gray", ">"),
     }
     for learner in dict.fromkeys(r["learner"] for r in result["rows"]):
         rows = [r for r in result["rows"] if r["learner"] == learner]
@@ -421,9 +473,9 @@ def _plot(result: dict[str, Any], path: Path) -> None:
     plt.close(fig)
 
 
-MODEL_SHORT = {"local interactive": "LI", "local non-interactive": "LNI", "central": "CNI"}
+MODEL_SHORT = {"local interactive": "LI", "local non-interactive": "LNI", "central": "CNI", "central (ε, δ = 1e-06)": "CNI(δ)"}
 SUMMARY_COLUMNS = ("class", "learner", "model", "d", "users", "error", "÷ bound")
-SUMMARY_CAPTION = "users: needed for error ≤ α; ÷ bound: users / (Lemma 4.3 local, Thm 3.8 A*, Thm 3.7 Occam)"
+SUMMARY_CAPTION = "users: needed for error ≤ α; ÷ bound: users / (Lemma 4.3 local, Thm 3.8 A*, Thm 3.7 Occam, BNS for POINT)"
 
 
 def summary_rows(result: dict[str, Any]) -> tuple[tuple[str, ...], ...]:
@@ -441,7 +493,7 @@ def summary_rows(result: dict[str, Any]) -> tuple[tuple[str, ...], ...]:
                 MODEL_SHORT.get(r["model"], r["model"]),
                 str(r["d"]),
                 f"{r['users_needed']:,}" if r["users_needed"] is not None else f"> {cap:,}",
-                f"{r['mean_error']:.3f}",
+                f"{r['mean_error']:.3f}" if r["mean_error"] is not None else "—",
                 f"{r['measured_over_bound']:.3f}" if r["measured_over_bound"] is not None else "—",
             )
         )

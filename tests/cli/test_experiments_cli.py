@@ -23,7 +23,7 @@ pytestmark = pytest.mark.timeout(60)
 CLI = [sys.executable, "-m", "ldp.cli.main"]
 TINY_SEPARATION = [
     "-o", "trials=2", "-o", "cap=4096", "-o", "bisect=1", "-o", "masked_d=2,4", "-o", "learners=LI,LNI-a",
-    "-o", "curve_d=2", "-o", "curve_users=256,1024", "-o", "curve_trials=2",
+    "-o", "curve_d=2", "-o", "curve_users=256,1024", "-o", "curve_trials=2", "-o", "point_bits=",
 ]  # fmt: skip
 
 

@@ -28,6 +28,8 @@ async def test_tiny_run_writes_every_output_and_uses_the_factory(tmp_path) -> No
         curve_d=2,
         curve_users=(500, 5_000),
         curve_trials=2,
+        point_bits=(8, 64),
+        point_trials=20,
         out=str(tmp_path),
     )
     result = await run(config, factory)
@@ -39,6 +41,9 @@ async def test_tiny_run_writes_every_output_and_uses_the_factory(tmp_path) -> No
         assert (tmp_path / name).stat().st_size > 0
     assert json.loads((tmp_path / "result.json").read_text())["rows"][0]["learner"] == "LI"
     assert "Thm 3.8" in result["table"] and "Lemma 4.3" in result["table"] and "Thm 3.7" in result["table"]
+    # the central POINT baselines (BNS): A_dist's users do not grow with d, the pure learner's do
+    em, adist = rows[("central-EM", 64)]["users_needed"], rows[("central-Adist", 64)]["users_needed"]
+    assert em > rows[("central-EM", 8)]["users_needed"] and adist <= 1.2 * rows[("central-Adist", 8)]["users_needed"]
 
 
 def test_main_has_the_documented_flags() -> None:
