@@ -13,7 +13,9 @@ import numpy as np
 import pytest
 from tests.sq.sq_helpers import conjunction_population
 
+from ldp.core.concepts import concept_class
 from ldp.core.errors import SessionError
+from ldp.core.population import PopulationSpec
 from ldp.core.queries import field_query, label_query, make_query
 from ldp.core.randomizers import RandomizerSpec
 from ldp.local.messages import SessionKind, Status
@@ -85,3 +87,32 @@ def test_simulation_tolerance_inverts_the_bound() -> None:
         tau = simulation_tolerance(0.05, 30, 1.0, interactive)
         per = report_distance_bound(tau, 1.0, 1.0 if interactive else 0.0)
         assert 30 * per <= 0.05 and 30 * report_distance_bound(tau * 1.01, 1.0, 1.0 if interactive else 0.0) > 0.05 * 0.99
+
+
+async def test_theorem_4_8_the_interactive_learner_runs_on_sq_answers_alone() -> None:
+    """KLNRS Theorem 4.8 (LI = SQ), the local → SQ direction on a real learner: the two-round
+    MASKED-PARITY learner of §5.1, written against LROracle, runs on SQBackedLROracle (Lemma 4.5:
+    every report simulated by rejection sampling from SQ answers, no user touched) and learns
+    every target exactly, with one SQ step per local round — also when every SQ answer is off by
+    a valid τ = 10^-3. Deterministic given the seeds (exact errors, no false alarms).
+    Broken variant: rejection sampling without the e^ε envelope (Lemma 4.4's acceptance
+    probability p/(q·e^ε) taken as p/q) distorts the reports and the learner fails."""
+    from ldp.core.rng import generator
+    from ldp.learners.masked_parity import learn_masked_parity_interactive
+    from ldp.learners.results import true_error
+
+    cc = concept_class("masked_parity", 4)
+
+    async def errors(envelope: bool, tolerance: float, shift: float) -> list[float]:
+        out = []
+        for t in range(8):
+            spec = PopulationSpec(cc, cc.random_target(generator(7, "theorem-4.8", t)), 6000, budget=1.0, seed=t)
+            lr = SQBackedLROracle(ExactSQOracle(spec, shift=shift, seed=t), users=6000, budget=1.0, tolerance=tolerance, seed=t, envelope=envelope)
+            result = await learn_masked_parity_interactive(lr, 4, 1.0)
+            assert lr.sq_steps == result.rounds == 2
+            out.append(true_error(spec.referee(), result.hypothesis))
+        return out
+
+    assert await errors(True, 1e-6, 0.0) == [0.0] * 8
+    assert await errors(True, 1e-3, 1.0) == [0.0] * 8
+    assert min(await errors(False, 1e-6, 0.0)) >= 0.25
