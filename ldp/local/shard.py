@@ -53,12 +53,18 @@ class Shard:
         return RoundReply(request.session_id, request.round, tuple(self._answer_one(a) for a in request.assignments))
 
     def _answer_one(self, assignment: Assignment) -> Result:
-        users = assignment.users.array()
+        wanted = assignment.users
+        outside = LDPError(f"request {assignment.request_id} names users outside this shard's {self.first_user}..{self.stop - 1}")
+        # A range is checked by its ends before it is materialized: a hostile aggregator must not
+        # be able to make a client allocate 10^12 ids.
+        if wanted.ids is None and len(wanted) and (wanted.start < self.first_user or wanted.stop > self.stop):
+            return Result(assignment.request_id, np.zeros(0), np.ones(0, dtype=bool), error=str(outside))
+        users = wanted.array()
         no_values = np.zeros(0)
         all_refused = np.ones(len(users), dtype=bool)
         try:
             if users.size and (users.min() < self.first_user or users.max() >= self.stop):
-                raise LDPError(f"request {assignment.request_id} names users outside this shard's {self.first_user}..{self.stop - 1}")
+                raise outside
             randomizer = LocalRandomizer.build(assignment.randomizer, self.spec.schema)
             if assignment.users.ids is not None and has_repeats(users):
                 raise LDPError(f"request {assignment.request_id} names a user twice")

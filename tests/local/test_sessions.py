@@ -133,3 +133,15 @@ async def test_transcript_is_json_and_carries_no_data():
     assert [r["kind"] for r in oracle.transcript.rounds] == ["INTERACTIVE"] * 3 + ["NON_INTERACTIVE"]
     assert '"values"' not in text and '"records"' not in text
     assert oracle.transcript.epsilon_charged() > 0
+
+
+async def test_a_huge_forged_range_is_refused_without_materializing_it():
+    """A hostile aggregator asks for users 0..10^12: the shard answers with an error at once
+    (it would need 8 TB to list them) and stays usable."""
+    oracle = InProcessLROracle(population(n=100))
+    forged = RoundRequest(77, SessionKind.INTERACTIVE, 0, (Assignment(1, Users.range(0, 10**12), RR),))
+    reply = oracle.shard("shard-0").answer(forged)
+    assert "outside this shard's 0..99" in reply.results[0].error
+    s = Session(oracle, SessionKind.INTERACTIVE)
+    (ok,) = await s.round([Request.of(range(100), RR)])
+    assert ok.counts()["answered"] == 100
