@@ -16,6 +16,8 @@ Kinds:
 - ``kary_rr``     k-ary generalized randomized response over a query's finite values.
 - ``laplace``     g(u) + Lap(2b/ε), the local randomizer of KLNRS Claim 4.1 (replace-one: a
                   single user's value can move by 2b).
+- ``discrete_laplace``  Claim 4.1 on a public grid: randomized rounding, two-sided geometric
+                  noise, a clamped window — finite, every probability exact, floating-point safe.
 - ``pm_rr``       ±b randomized response: outputs ±b(e^ε+1)/(e^ε−1), unbiased for u
                   (Duchi, Jordan & Wainwright 2013); the bounded, light-tailed alternative to Laplace.
 - ``record_rr``   every column of the record through k-ary randomized response with ε/width each
@@ -24,8 +26,10 @@ Kinds:
 Floating point: samplers compare a uniform in (0,1) on the 2^-53 grid with float probabilities,
 so realised probabilities differ from the declared ones by at most 2^-53 absolute. The Laplace
 sampler uses the inverse CDF on floats; its outputs are not snapped to a grid, so the Mironov
-(2012) floating-point attack applies to it as to every textbook implementation — prefer
-``pm_rr`` (finite, exact) where that matters; ``LocalSQOracle`` uses it by default.
+(2012) floating-point attack applies to it as to every textbook implementation: its declared
+density is exact for the real-valued mechanism, not for the floats it emits. It is kept because it
+is the paper's mechanism; for anything that matters use ``discrete_laplace`` (same noise shape,
+exact) or ``pm_rr`` (bounded, exact; ``LocalSQOracle``'s default).
 """
 
 from __future__ import annotations
@@ -47,6 +51,7 @@ __all__ = [
     "BinaryRandomizedResponse",
     "KaryRandomizedResponse",
     "LaplaceRandomizer",
+    "DiscreteLaplaceRandomizer",
     "PlusMinusRandomizedResponse",
     "RecordRandomizedResponse",
     "Interval",
@@ -270,6 +275,114 @@ class LaplaceRandomizer(Randomizer):
 
 
 @dataclass(frozen=True)
+class DiscreteLaplaceRandomizer(Randomizer):
+    """Laplace on a grid, with every output probability exact: the floating-point-safe version
+    of Claim 4.1 (Mironov 2012; Canonne, Kamath & Steinke 2020; Google's and OpenDP's practice).
+
+    For u ∈ [−b, b], grid step r = b/c with c = ``steps`` (a power of two, ≈ 32ε by default, so
+    r ≈ 1/64 of the noise scale 2b/ε):
+
+    1. randomized rounding: k = ⌊u/r⌋ + Bernoulli(frac(u/r)), so E[r·k] = u and |k| ≤ c;
+    2. noise: Z two-sided geometric, Pr[Z = z] = (1−α)/(1+α)·α^|z| with α = e^{−ε/(2c)};
+    3. report w = r·clamp(k + Z, −W, W), W = c + ⌈20·2c/ε⌉ (clamping is post-processing).
+
+    Privacy: for any k, k′ ∈ [−c, c] and every m ∈ [−W, W], Pr[m | k]/Pr[m | k′] ≤ α^{−|k−k′|} ≤ e^ε
+    (interior: the geometric ratio; the two ends: tails α^{W∓k}/(1+α)), and a mixture over k
+    (step 1) cannot exceed its worst component; b on the grid makes the bound tight at u = ±b.
+    The report set {r·m : |m| ≤ W} is the same for every input, and the sampler
+    (G = ⌊ln U / ln α⌋ per geometric) reaches every point of it: |Z| up to 37/(−ln α) ≥
+    2c + 20·2c/ε while ε ≤ 16. So unlike float Laplace, no report reveals which inputs could
+    have produced it.
+
+    Estimator: w, unbiased up to the clamped tail (mass ≤ e^−20 ≈ 2·10^−9 per side).
+    """
+
+    epsilon: float
+    bound: float
+    steps: int | None = None  # c, a power of two; None: 2^round(log2(32ε)) within [1, 2^20]
+    kind: ClassVar[str] = "discrete_laplace"
+
+    MAX_EPSILON: ClassVar[float] = 16.0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "epsilon", require_epsilon(self.epsilon))
+        object.__setattr__(self, "bound", require_positive_finite("bound b", self.bound))
+        if self.epsilon > self.MAX_EPSILON:
+            raise ParameterError(f"discrete_laplace supports ε ≤ {self.MAX_EPSILON:g} (its sampler must reach its whole report window); got ε = {self.epsilon!r}")
+        if self.steps is None:
+            object.__setattr__(self, "steps", 2 ** min(20, max(0, round(math.log2(32.0 * self.epsilon)))))
+        c = self.steps
+        if isinstance(c, bool) or not isinstance(c, (int, np.integer)) or not 1 <= c <= 2**20 or c & (c - 1):
+            raise ParameterError(f"discrete_laplace: steps must be a power of two in [1, 2^20], got {c!r}")
+
+    @property
+    def grid(self) -> float:
+        """r = b/c: the report spacing."""
+        return self.bound / self.steps  # type: ignore[operator]
+
+    @property
+    def alpha(self) -> float:
+        return math.exp(-self.epsilon / (2 * self.steps))  # type: ignore[operator]
+
+    @property
+    def window(self) -> int:
+        """W: reports are r·m for integers |m| ≤ W."""
+        return self.steps + math.ceil(20.0 * 2 * self.steps / self.epsilon)  # type: ignore[operator]
+
+    def _rounding(self, u: np.ndarray | float) -> tuple[np.ndarray, np.ndarray]:
+        """(k0, f): u/r = k0 + f with 0 ≤ f < 1 (k0 clipped into [−c, c])."""
+        x = np.clip(np.asarray(u, dtype=np.float64) / self.grid, -self.steps, self.steps)  # type: ignore[operator]
+        k0 = np.minimum(np.floor(x), self.steps - 1)  # u = +b: k0 = c − 1 with f = 1, so k0 + 1 ≤ c
+        return k0, x - k0
+
+    def _log_pmf_given_k(self, k: np.ndarray, m: np.ndarray) -> np.ndarray:
+        log_a = -self.epsilon / (2 * self.steps)  # type: ignore[operator]
+        W = self.window
+        interior = math.log1p(-self.alpha) - math.log1p(self.alpha) + np.abs(m - k) * log_a
+        upper = (W - k) * log_a - math.log1p(self.alpha)
+        lower = (W + k) * log_a - math.log1p(self.alpha)
+        return np.where(m >= W, upper, np.where(m <= -W, lower, interior))
+
+    def sample(self, inputs: np.ndarray, randomness: UserRandomness) -> np.ndarray:
+        k0, f = self._rounding(inputs)
+        k = k0 + (randomness.uniform(0) < f)
+        log_a = math.log(self.alpha)
+        g1 = np.floor(np.log(randomness.uniform(1)) / log_a)
+        g2 = np.floor(np.log(randomness.uniform(2)) / log_a)
+        m = np.clip(k + g1 - g2, -self.window, self.window)
+        return m * self.grid  # exact: integers times a power of two
+
+    def log_prob(self, u: np.ndarray | float, w: np.ndarray | float) -> np.ndarray:
+        k0, f = self._rounding(u)
+        m = np.rint(np.asarray(w, dtype=np.float64) / self.grid)  # type: ignore[operator]
+        on_grid = (np.abs(m) <= self.window) & (m * self.grid == np.asarray(w, dtype=np.float64))
+        low = self._log_pmf_given_k(k0, m)
+        high = self._log_pmf_given_k(k0 + 1, m)
+        with np.errstate(divide="ignore"):
+            mixed = np.logaddexp(np.log1p(-f) + low, np.log(f) + high)
+        return np.where(on_grid, mixed, -np.inf)
+
+    def input_domain(self) -> np.ndarray:
+        """Every grid point of [−b, b] and every midpoint: the loss is a mixture of grid-point
+        losses, so these (the end points of each mixing segment, and one interior point each)
+        contain the worst case."""
+        c = self.steps
+        return np.arange(-2 * c, 2 * c + 1) * (self.grid / 2)  # type: ignore[operator]
+
+    def output_domain(self) -> np.ndarray:
+        return np.arange(-self.window, self.window + 1) * self.grid  # type: ignore[operator]
+
+    def estimate(self, reports: np.ndarray) -> np.ndarray:
+        return np.asarray(reports, dtype=np.float64)
+
+    def variance(self, u: np.ndarray | float) -> np.ndarray:
+        """r²(f(1−f) + 2α/(1−α)²), ignoring the clamped tail."""
+        _, f = self._rounding(u)
+        a = self.alpha
+        return self.grid**2 * (f * (1 - f) + 2 * a / (1 - a) ** 2)
+
+
+@dataclass(frozen=True)
 class PlusMinusRandomizedResponse(Randomizer):
     """±b randomized response for u ∈ [−b, b] (Duchi, Jordan & Wainwright 2013).
 
@@ -449,6 +562,11 @@ def _build_laplace(spec: RandomizerSpec, query: Query) -> Randomizer:
     return LaplaceRandomizer(spec.epsilon, query.bound if query.bound > 0 else 1.0)
 
 
+def _build_discrete_laplace(spec: RandomizerSpec, query: Query) -> Randomizer:
+    steps = spec.params.get("steps")
+    return DiscreteLaplaceRandomizer(spec.epsilon, query.bound if query.bound > 0 else 1.0, None if steps is None else steps)
+
+
 def _build_pm(spec: RandomizerSpec, query: Query) -> Randomizer:
     return PlusMinusRandomizedResponse(spec.epsilon, query.bound if query.bound > 0 else 1.0)
 
@@ -464,6 +582,7 @@ _BUILDERS = {
     "binary_rr": _build_binary,
     "kary_rr": _build_kary,
     "laplace": _build_laplace,
+    "discrete_laplace": _build_discrete_laplace,
     "pm_rr": _build_pm,
     "record_rr": _build_record,
 }
@@ -512,7 +631,7 @@ class LocalRandomizer:
         """The randomizer's inputs g(z_i), clipped to [−b, b] for bounded-input randomizers:
         privacy must not depend on the query keeping its word."""
         values = self.query.evaluate(records)
-        if isinstance(self.randomizer, (LaplaceRandomizer, PlusMinusRandomizedResponse)):
+        if isinstance(self.randomizer, (LaplaceRandomizer, DiscreteLaplaceRandomizer, PlusMinusRandomizedResponse)):
             values = np.clip(values, -self.randomizer.bound, self.randomizer.bound)
         return values
 

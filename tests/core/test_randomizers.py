@@ -13,6 +13,7 @@ from ldp.core.audit import audit_epsilon, chi_square_fit, verify_exact
 from ldp.core.errors import ParameterError
 from ldp.core.randomizers import (
     BinaryRandomizedResponse,
+    DiscreteLaplaceRandomizer,
     KaryRandomizedResponse,
     LaplaceRandomizer,
     PlusMinusRandomizedResponse,
@@ -30,6 +31,8 @@ def all_randomizers(eps):
         KaryRandomizedResponse(eps, tuple(range(16))),
         LaplaceRandomizer(eps, 1.0),
         LaplaceRandomizer(eps, 3.5),
+        DiscreteLaplaceRandomizer(eps, 1.0),
+        DiscreteLaplaceRandomizer(eps, 3.5),
         PlusMinusRandomizedResponse(eps, 1.0),
         PlusMinusRandomizedResponse(eps, 0.25),
         RecordRandomizedResponse(eps, (0, 0, -1), (1, 2, 1)),
@@ -103,9 +106,36 @@ class HalfScaleLaplace(LaplaceRandomizer):
         return self.bound / self.epsilon
 
 
+@dataclass(frozen=True)
+class HalfSensitivityDiscreteLaplace(DiscreteLaplaceRandomizer):
+    """α = e^{−ε/c} instead of e^{−ε/(2c)}: forgets that a replaced value moves by 2b."""
+
+    @property
+    def alpha(self) -> float:
+        return math.exp(-self.epsilon / self.steps)
+
+    def _log_pmf_given_k(self, k, m):
+        log_a = -self.epsilon / self.steps
+        interior = math.log1p(-self.alpha) - math.log1p(self.alpha) + np.abs(m - k) * log_a
+        upper = (self.window - k) * log_a - math.log1p(self.alpha)
+        lower = (self.window + k) * log_a - math.log1p(self.alpha)
+        return np.where(m >= self.window, upper, np.where(m <= -self.window, lower, interior))
+
+
+@dataclass(frozen=True)
+class ClampedWithoutTailsDiscreteLaplace(DiscreteLaplaceRandomizer):
+    """Declares the interior formula at the window's ends too (forgets the clamped tail mass)."""
+
+    def _log_pmf_given_k(self, k, m):
+        log_a = -self.epsilon / (2 * self.steps)
+        return math.log1p(-self.alpha) - math.log1p(self.alpha) + np.abs(m - k) * log_a
+
+
 @pytest.mark.parametrize("eps", EPSILONS)
 def test_broken_variants_are_caught_by_the_exact_check(eps):
     broken = [
+        HalfSensitivityDiscreteLaplace(eps, 1.0),
+        ClampedWithoutTailsDiscreteLaplace(eps, 1.0),
         UnderstatedRR(eps),
         UnderstatedKary(eps, (0, 1, 2, 3)),
         UnderstatedPM(eps, 1.0),
@@ -135,6 +165,7 @@ ALPHA = 1e-6  # false-alarm rate per audit: Pr[ε_lcb > ε | ε-private sampler]
         (KaryRandomizedResponse(2.0, (0, 1, 2, 3)), 0, 1),
         (PlusMinusRandomizedResponse(1.0, 1.0), 1.0, -1.0),
         (LaplaceRandomizer(2.0, 1.0), 1.0, -1.0),
+        (DiscreteLaplaceRandomizer(2.0, 1.0), 1.0, -1.0),
     ],
 )
 def test_statistical_audit_passes_honest_samplers(R, u, u2):
@@ -177,6 +208,8 @@ def test_sampler_that_disagrees_with_its_declared_probabilities_is_caught():
         (KaryRandomizedResponse(1.0, (0, 1, 2, 3, 4)), 3),
         (PlusMinusRandomizedResponse(0.5, 2.0), 0.7),
         (LaplaceRandomizer(1.0, 1.0), 0.3),
+        (DiscreteLaplaceRandomizer(1.0, 1.0), 0.3),
+        (DiscreteLaplaceRandomizer(0.25, 2.0), -1.9),
     ],
 )
 def test_samplers_fit_their_declared_distribution(R, u):
@@ -194,6 +227,7 @@ def test_samplers_fit_their_declared_distribution(R, u):
         (KaryRandomizedResponse(1.0, (-1, 0, 2)), 2.0),
         (PlusMinusRandomizedResponse(0.5, 2.0), -0.7),
         (LaplaceRandomizer(1.0, 1.0), 0.3),
+        (DiscreteLaplaceRandomizer(1.0, 1.0), 0.37),
     ],
 )
 def test_estimators_are_unbiased_with_the_stated_variance(R, u):
@@ -229,3 +263,24 @@ def test_invalid_parameters_name_the_parameter():
         KaryRandomizedResponse(1.0, (3,))
     with pytest.raises(ParameterError, match="k ≥ 2"):
         KaryRandomizedResponse(1.0, (1, 1))
+
+
+@pytest.mark.parametrize("eps", [0.1, 1.0, 8.0])
+def test_discrete_laplace_reports_never_reveal_which_inputs_could_have_made_them(eps):
+    """The floating-point canary (reference §4f, Mironov 2012): every report drawn from input −b
+    or +b lies on the public grid, inside the public window, and has positive declared
+    probability under every other input — so no report rules an input out."""
+    R = DiscreteLaplaceRandomizer(eps, 1.0)
+    grid = R.output_domain()
+    for u in (-1.0, 1.0):
+        w = R.sample(np.full(20_000, u), RandomSource(5).for_request("reach", int(u > 0), np.arange(20_000)))
+        assert np.isin(w, grid).all()
+        for other in R.input_domain()[:: max(1, len(R.input_domain()) // 16)]:
+            assert np.isfinite(R.log_prob(other, np.unique(w))).all()
+
+
+def test_discrete_laplace_parameters_are_validated():
+    with pytest.raises(ParameterError, match="power of two"):
+        DiscreteLaplaceRandomizer(1.0, 1.0, steps=3)
+    with pytest.raises(ParameterError, match="ε ≤ 16"):
+        DiscreteLaplaceRandomizer(20.0, 1.0)

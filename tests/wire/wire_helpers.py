@@ -62,7 +62,9 @@ async def scripted_sessions(oracle: LROracle) -> Outcome:
     # Users in `chosen` have spent 0.5 of their budget 1.0: asking them 0.75 more is refused.
     out += await s.round([Request.of(range(0, n), rr(0.75, BIT0, "pm_rr"))])
     ni = Session(oracle, SessionKind.NON_INTERACTIVE, name="non-interactive")
-    out += await ni.round([Request.of(range(1, n, 2), rr(0.125)), Request.of(range(0, n, 2), rr(0.125, LABEL))])
+    out += await ni.round(
+        [Request.of(range(1, n, 2), rr(0.125)), Request.of(range(0, n, 2), rr(0.125, LABEL)), Request.of(range(0, n, 3), rr(0.0625, LABEL, "discrete_laplace"))]
+    )
     return Outcome(out, await ledger_of(oracle))
 
 
