@@ -9,8 +9,8 @@ import subprocess
 import time
 
 import pytest
-from proc_helpers import PYTHON, alive, children_of, reap, wait_exit
-from wire_helpers import population
+from tests.wire.proc_helpers import PYTHON, alive, children_of, reap, wait_exit
+from tests.wire.wire_helpers import population
 
 from ldp.cli.experiments import ExperimentArgs, get_experiment
 from ldp.wire.launcher import launch_local

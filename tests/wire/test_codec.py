@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from wire_helpers import BIT0, rr
+from tests.wire.wire_helpers import BIT0, rr
 
 from ldp.core.errors import ParameterError
 from ldp.local.messages import Assignment, Result, RoundReply, RoundRequest, SessionKind, Users

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from wire_helpers import assert_identical, population, scripted_sessions
+from tests.wire.wire_helpers import assert_identical, population, scripted_sessions
 
 from ldp.local.messages import Status
 from ldp.local.oracle import InProcessLROracle

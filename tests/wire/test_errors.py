@@ -8,7 +8,7 @@ from typing import AsyncIterator
 import numpy as np
 import pytest
 import pytest_asyncio
-from wire_helpers import BIT0, ledger_of, population, rr
+from tests.wire.wire_helpers import BIT0, ledger_of, population, rr
 
 from ldp.core.errors import ParameterError, SessionError
 from ldp.core.queries import QuerySpec

@@ -10,8 +10,8 @@ import time
 
 import numpy as np
 import pytest
-from proc_helpers import PYTHON, free_port, read_until, reap, wait_exit
-from wire_helpers import ledger_of, population, rr
+from tests.wire.proc_helpers import PYTHON, free_port, read_until, reap, wait_exit
+from tests.wire.wire_helpers import ledger_of, population, rr
 
 from ldp.core.errors import ParameterError
 from ldp.local.messages import SessionKind, Status

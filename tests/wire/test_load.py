@@ -14,7 +14,7 @@ import os
 import signal
 import numpy as np
 import pytest
-from wire_helpers import assert_identical, population, rr, scripted_sessions
+from tests.wire.wire_helpers import assert_identical, population, rr, scripted_sessions
 
 from ldp.core.errors import LDPError, ParameterError
 from ldp.local.messages import SessionKind

@@ -15,7 +15,7 @@ from ldp.local.messages import SessionKind, Status, Users
 from ldp.local.oracle import InProcessLROracle, LROracle
 from ldp.local.session import Request, Session
 from ldp.wire.launcher import launch_local
-from wire_helpers import population, rr
+from tests.wire.wire_helpers import population, rr
 
 ROUNDS = 40
 

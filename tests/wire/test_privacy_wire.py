@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from wire_helpers import BIT0, population, rr, scripted_sessions
+from tests.wire.wire_helpers import BIT0, population, rr, scripted_sessions
 
 from ldp.core.population import generate_records
 from ldp.core.queries import QuerySpec
