@@ -58,6 +58,7 @@ __all__ = [
     "RandomizerSpec",
     "LocalRandomizer",
     "randomizer_kinds",
+    "kary_rr_probabilities",
 ]
 
 
@@ -77,6 +78,13 @@ def _log_keep_other(epsilon: float, k: int) -> tuple[float, float]:
     """
     log_norm = math.log1p((k - 1) * math.exp(-epsilon))
     return -log_norm, -epsilon - log_norm
+
+
+def kary_rr_probabilities(epsilon: float, k: int | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(p, q) of k-ary randomized response at ε: keep the value w.p. p = e^ε/(e^ε+k−1), report each
+    other value w.p. q = 1/(e^ε+k−1) (vectorized over k). The one place these are computed."""
+    log_norm = np.log1p((np.asarray(k) - 1) * math.exp(-epsilon))
+    return np.exp(-log_norm), np.exp(-epsilon - log_norm)
 
 
 class Randomizer(ABC):
@@ -479,8 +487,7 @@ class RecordRandomizedResponse(Randomizer):
         low = np.asarray(self.low, dtype=np.int64)
         step = self._step()
         k = self._k()
-        e = math.exp(self.column_epsilon)
-        keep_p = e / (e + k - 1)
+        keep_p, _ = kary_rr_probabilities(self.column_epsilon, k)
         out = np.empty_like(x)
         for j in range(self.width):  # two draws per column: keep?, which other value
             keep = randomness.uniform(2 * j) < keep_p[j]
@@ -511,8 +518,7 @@ class RecordRandomizedResponse(Randomizer):
     def column_frequencies(self, reports: np.ndarray, column: int) -> np.ndarray:
         """Unbiased estimates of the fraction of users with each value of one column."""
         k = int(self._k()[column])
-        e = math.exp(self.column_epsilon)
-        p, q = e / (e + k - 1), 1 / (e + k - 1)
+        p, q = kary_rr_probabilities(self.column_epsilon, k)
         values = self.column_values(column)
         counts = (np.asarray(reports)[:, column][:, None] == values[None, :]).mean(axis=0)
         return (counts - q) / (p - q)

@@ -52,7 +52,7 @@ from ldp.core.concepts import MaskedParityConcept, concept_class
 from ldp.core.errors import ParameterError
 from ldp.core.queries import QuerySpec, affine, conjunction, label_query, parity, product, record_query
 from ldp.core.schema import Schema
-from ldp.core.randomizers import BinaryRandomizedResponse, LocalRandomizer, RandomizerSpec, RecordRandomizedResponse
+from ldp.core.randomizers import BinaryRandomizedResponse, LocalRandomizer, RandomizerSpec, RecordRandomizedResponse, kary_rr_probabilities
 from ldp.local.messages import SessionKind
 from ldp.local.oracle import LROracle
 from ldp.local.session import Request, Session
@@ -278,12 +278,6 @@ async def learn_masked_parity_lni_candidates(
     )
 
 
-def _rr_keep(epsilon: float, k: int) -> tuple[float, float]:
-    """(p, q) of k-ary RR at ε: keep w.p. p, each other value w.p. q."""
-    e = math.exp(epsilon)
-    return e / (e + k - 1), 1.0 / (e + k - 1)
-
-
 def _unbiased_indicator(reports_col: np.ndarray, value: int, p: float, q: float) -> np.ndarray:
     """Per-report unbiased estimate of 1[z_col = value] under k-ary RR: (1[w = value] − q)/(p − q)."""
     return ((reports_col == value).astype(np.float64) - q) / (p - q)
@@ -310,8 +304,8 @@ async def learn_masked_parity_lni_record(
     randomizer = LocalRandomizer.build(spec, _schema(lr, d)).randomizer
     assert isinstance(randomizer, RecordRandomizedResponse)
     eps_c = randomizer.column_epsilon
-    p2, q2 = _rr_keep(eps_c, 2)
-    pd_, qd_ = _rr_keep(eps_c, d)
+    p2, q2 = kary_rr_probabilities(eps_c, 2)
+    pd_, qd_ = kary_rr_probabilities(eps_c, d)
     col_i, col_y = d, d + 2  # b is not needed: averaging over it costs no bias and saves a column inverse
     scale = p2 - q2  # E[report] = (p−q)·value for a ±1-valued column under binary RR
     # r_j: E[y·1[i=j]] = ((−1)^{r_j} + 1[r=0]·(−1)^a)/(2d) (the b = 0 half averages out unless

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -105,6 +105,34 @@ def _randomizer_from_pb(msg: pb.Randomizer) -> RandomizerSpec:
     return RandomizerSpec(msg.kind, QuerySpec.from_json(query), msg.epsilon, params)
 
 
+def _pack(pieces: Iterable[tuple[Any, int]], new_part: Callable[[], Any], field: str, chunk_bytes: int) -> list[Any]:
+    """Fill parts made by ``new_part`` with (piece, size) pairs in order, starting a new part when
+    the next piece would pass ``chunk_bytes`` (a part always takes at least one piece); the last
+    part gets ``final`` set. The one splitting rule for requests and replies."""
+    parts = [new_part()]
+    budget = chunk_bytes
+    for piece, size in pieces:
+        if size > budget and len(getattr(parts[-1], field)):
+            parts.append(new_part())
+            budget = chunk_bytes
+        getattr(parts[-1], field).append(piece)
+        budget -= size
+    parts[-1].final = True
+    return parts
+
+
+def _assignment_pieces(a: Assignment, ids_per_part: int) -> Iterator[tuple[pb.Assignment, int]]:
+    """An assignment as (piece, size): one piece for a range, ``ids_per_part`` ids per piece otherwise."""
+    rnd = _randomizer_pb(a.randomizer)
+    if a.users.ids is None:
+        yield pb.Assignment(request_id=a.request_id, range=pb.UserRange(start=a.users.start, stop=a.users.stop), randomizer=rnd), 64
+        return
+    ids = _le(a.users.ids.astype(np.int64, copy=False))
+    for lo in range(0, max(len(ids), 1), ids_per_part):
+        chunk = ids[lo : lo + ids_per_part]
+        yield pb.Assignment(request_id=a.request_id, ids=chunk.tobytes(), randomizer=rnd), chunk.nbytes + 64
+
+
 def encode_request(request: RoundRequest, chunk_bytes: int = CHUNK_BYTES) -> list[pb.ServerMessage]:
     """A round request as one or more ``ServerMessage`` parts; the last has ``final`` set."""
     ids_per_part = max(1, chunk_bytes // 8)
@@ -115,29 +143,8 @@ def encode_request(request: RoundRequest, chunk_bytes: int = CHUNK_BYTES) -> lis
         last_round=bool(request.last_round),
         deadline_s=float(request.deadline_s),
     )
-    parts: list[pb.RoundRequest] = [pb.RoundRequest(**header)]
-    budget = chunk_bytes
-    for a in request.assignments:
-        rnd = _randomizer_pb(a.randomizer)
-        if a.users.ids is None:
-            pieces: list[pb.Assignment] = [
-                pb.Assignment(request_id=a.request_id, range=pb.UserRange(start=a.users.start, stop=a.users.stop), randomizer=rnd)
-            ]
-            sizes = [64]
-        else:
-            ids = _le(a.users.ids.astype(np.int64, copy=False))
-            pieces, sizes = [], []
-            for lo in range(0, max(len(ids), 1), ids_per_part):
-                chunk = ids[lo : lo + ids_per_part]
-                pieces.append(pb.Assignment(request_id=a.request_id, ids=chunk.tobytes(), randomizer=rnd))
-                sizes.append(chunk.nbytes + 64)
-        for piece, size in zip(pieces, sizes):
-            if size > budget and len(parts[-1].assignments):
-                parts.append(pb.RoundRequest(**header))
-                budget = chunk_bytes
-            parts[-1].assignments.append(piece)
-            budget -= size
-    parts[-1].final = True
+    pieces = (piece for a in request.assignments for piece in _assignment_pieces(a, ids_per_part))
+    parts = _pack(pieces, lambda: pb.RoundRequest(**header), "assignments", chunk_bytes)
     return [pb.ServerMessage(round=p) for p in parts]
 
 
@@ -225,17 +232,10 @@ def _result_parts(result: Result, chunk_bytes: int) -> list[pb.Result]:
 def encode_reply(reply: RoundReply, chunk_bytes: int = CHUNK_BYTES) -> list[pb.ClientMessage]:
     """A round reply as one or more ``ClientMessage`` parts; the last has ``final`` set."""
     header = dict(session_id=int(reply.session_id), round=int(reply.round), error=reply.error)
-    parts: list[pb.RoundReply] = [pb.RoundReply(**header)]
-    budget = chunk_bytes
-    for result in reply.results:
-        for piece in _result_parts(result, chunk_bytes):
-            size = len(piece.values) + len(piece.refused) + 64
-            if size > budget and len(parts[-1].results):
-                parts.append(pb.RoundReply(**header))
-                budget = chunk_bytes
-            parts[-1].results.append(piece)
-            budget -= size
-    parts[-1].final = True
+    pieces = (
+        (piece, len(piece.values) + len(piece.refused) + 64) for result in reply.results for piece in _result_parts(result, chunk_bytes)
+    )
+    parts = _pack(pieces, lambda: pb.RoundReply(**header), "results", chunk_bytes)
     return [pb.ClientMessage(reply=p) for p in parts]
 
 
