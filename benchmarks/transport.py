@@ -31,7 +31,7 @@ from ldp.wire.launcher import launch_local
 BIT = QuerySpec("field", {"field": "x", "index": 0})
 ROUNDS = {
     "randomized response": RandomizerSpec("binary_rr", BIT, 2.0**-12),
-    "laplace": RandomizerSpec("laplace", BIT, 2.0**-12),
+    "discrete_laplace": RandomizerSpec("discrete_laplace", BIT, 2.0**-12),
 }
 
 

@@ -1,6 +1,6 @@
 """ldp — a simulator of the local model of differential privacy.
 
-Layers (imports point down only; see DESIGN.md §2):
+Layers (imports point down only; see docs/design.md §2):
 
 - ``ldp.core``      pure math: randomness, schema/queries, randomizers, budgets, concepts, audit
 - ``ldp.local``     the LR oracle, shards (the users' side), sessions, transcripts

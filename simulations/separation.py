@@ -161,18 +161,24 @@ LEARNERS: dict[str, LearnerSpec] = {
 
 
 class _Trials:
-    """Seeded trials: targets and population seeds depend on (seed, family, d, trial) only, so the
-    learners of one family face the same targets and populations are nested as n grows."""
+    """Seeded trials: targets depend on (seed, family, d, trial) only, so the learners of one
+    family face the same targets; each local learner's run at n users has users of its own.
+    A run is a pure function of (learner, d, n, trial), so it is computed once and remembered
+    (the search and the curves ask for some runs twice)."""
 
     def __init__(self, config: Config, oracle_factory: OracleFactory) -> None:
         self.config = config
         self.oracle_factory = oracle_factory
         self._features: dict[tuple[int, int], np.ndarray] = {}
+        self._runs: dict[tuple[str, int, int, int], tuple[float, LearnerResult]] = {}
 
-    def population(self, family: str, d: int, trial: int, size: int) -> PopulationSpec:
+    def population(self, family: str, d: int, trial: int, size: int, *users: object) -> PopulationSpec:
+        """Trial ``trial``'s target; ``users`` labels whose data it is. A local learner's run gets
+        users of its own (labelled by learner and n): the users' side keys ledgers by the data,
+        so two runs on the same users would share one budget, as they would in a deployment."""
         cc: ConceptClass = concept_class(family, d)
         target = cc.random_target(generator(self.config.seed, "separation-target", family, d, trial))
-        pop_seed = int(generator(self.config.seed, "separation-population", family, d, trial).integers(0, 2**62))
+        pop_seed = int(generator(self.config.seed, "separation-population", family, d, trial, *users).integers(0, 2**62))
         return PopulationSpec(cc, target, size=size, budget=self.config.epsilon, seed=pop_seed)
 
     def _central_records(self, d: int, trial: int, n: int) -> np.ndarray:
@@ -191,10 +197,16 @@ class _Trials:
         return self._features[key][:n]
 
     async def run(self, learner: str, d: int, n: int, trial: int) -> tuple[float, LearnerResult]:
+        key = (learner, d, n, trial)
+        if key not in self._runs:
+            self._runs[key] = await self._run(learner, d, n, trial)
+        return self._runs[key]
+
+    async def _run(self, learner: str, d: int, n: int, trial: int) -> tuple[float, LearnerResult]:
         c = self.config
         spec_def = LEARNERS[learner]
         rng = generator(c.seed, "separation-learner", learner, d, n, trial)
-        spec = self.population(spec_def.family, d, trial, n)
+        spec = self.population(spec_def.family, d, trial, n, learner, n)
         referee = spec.referee()
         if learner == "central-A*":
             res = algorithm_a_star(PackedExamples.from_records(self._central_records(d, trial, n)), c.epsilon, c.beta, rng)
@@ -304,6 +316,7 @@ async def run(config: Config, oracle_factory: OracleFactory = in_process_oracle,
     curve_learners = [name for name in ("LI", "LNI-a", "LNI-b") if name in config.learners]
     curve_config = replace(config, trials=config.curve_trials)
     curve_trials = _Trials(curve_config, oracle_factory)
+    curve_trials._runs = trials._runs  # a run does not depend on the number of trials: share them
     for learner in curve_learners:
         for n in config.curve_users:
             ev = await _evaluate(curve_trials, learner, config.curve_d, n, early_stop=False)

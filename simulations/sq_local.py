@@ -40,6 +40,7 @@ from ldp.core.concepts import ConjunctionConcept, ProductBernoulli, concept_clas
 from ldp.core.population import PopulationSpec
 from ldp.core.queries import field_query, label_query
 from ldp.core.randomizers import RandomizerSpec
+from ldp.core.rng import generator
 from ldp.local.messages import SessionKind
 from ldp.local.oracle import InProcessLROracle, LROracle
 from ldp.local.session import Request, Session
@@ -177,8 +178,11 @@ async def measure(cfg: Config, name: str, oracle_factory: Callable[[PopulationSp
         async with oracle_factory(pop(seed)) as lr:
             return await algorithm(lr, g, n, cfg.epsilon)
 
-    direct, outcomes = await on_users(cfg.seed * 1000 + 1)
-    direct2, _ = await on_users(cfg.seed * 1000 + 2)
+    # Each run gets users of its own: the users' side keys ledgers by the data, so two runs on
+    # the same users would share one budget (as they would in a deployment).
+    users_seed = lambda k: int(generator(cfg.seed, "sq-local-users", name, k).integers(0, 2**62))  # noqa: E731
+    direct, outcomes = await on_users(users_seed(1))
+    direct2, _ = await on_users(users_seed(2))
     reports = n * per_user
     tau = simulation_tolerance(cfg.beta, reports, cfg.epsilon, interactive)
     confidence = 1.0 - 1e-12  # the exact oracle never fails

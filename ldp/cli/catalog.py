@@ -13,7 +13,7 @@ own ``run``, and from its result to an ``ExperimentResult`` (a table, notes, the
 
 Guarantee: importing this module is cheap — the simulation modules (and scipy, matplotlib) are
 imported only when their experiment runs, so ``ldp-sim list`` and the client processes stay light.
-Source: DESIGN.md §5; the simulations' own docstrings.
+Source: docs/design.md §5; the simulations' own docstrings.
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ Experiment-specific settings arrive in ``args.options`` (``ldp-sim run NAME -o k
 ``apply_options`` applies them to a config dataclass) and ``args.quick`` (``--quick``).
 Modules that register experiments are imported by ``ldp.cli.main`` (see ``EXPERIMENT_MODULES``).
 Guarantee: names are unique; an unknown name is an ``UnknownKindError`` listing the known ones.
-Source: DESIGN.md §5.
+Source: docs/design.md §5.
 """
 
 from __future__ import annotations

@@ -10,8 +10,13 @@ Commands:
 - ``ldp-sim serve --bind HOST:PORT EXPERIMENT [...]`` runs the aggregator side alone: waits until
   client processes (started with ``ldp-sim clients``, possibly on other machines) hold every user,
   runs the experiment, sends Close.
-- ``ldp-sim clients --connect HOST:PORT --shard K/M --processes P`` runs P client processes that
-  together hold machine shard K of M (users [n·K/M, n·(K+1)/M)).
+- ``ldp-sim clients --connect HOST:PORT (--population SPEC.json | --data FILE [--schema S.json])
+  --budget E [--key-file F] [--ledger PATH] --shard K/M --processes P`` runs P client processes
+  that together hold machine shard K of M (users [n·K/M, n·(K+1)/M)) of *their own* data: the
+  users' side is configured here, never by the aggregator (docs/design.md §2a).
+- ``ldp-sim population EXPERIMENT [--users N] [--seed S] --out SPEC.json`` writes the population
+  spec of an experiment (the experiment's secret: records and report keys follow from it) for
+  ``clients --population`` on other machines; copy it there out of band, never through the aggregator.
 - ``ldp-sim list`` lists the registered experiments.
 
 User mistakes (unknown experiment, bad parameters, an aggregator that cannot bind) print one
@@ -111,6 +116,15 @@ def _parser() -> argparse.ArgumentParser:
     clients.add_argument("--shard", type=_fraction, default=(0, 1), help="this machine's shard K/M (default 0/1)")
     clients.add_argument("--processes", type=int, default=1, help="client processes on this machine (default 1)")
     clients.add_argument("--connect-timeout", type=float, default=60.0, help="seconds to retry while the aggregator is not up")
+    held = clients.add_mutually_exclusive_group(required=True)
+    held.add_argument("--population", metavar="SPEC.json", help="a population spec to generate the users' records from (ldp-sim population)")
+    held.add_argument("--data", metavar="FILE", help="a CSV or Parquet file of the users' records, one user per row")
+    clients.add_argument("--schema", metavar="S.json", help="the data file's schema (default: inferred from the file)")
+    clients.add_argument("--budget", type=float, default=None, help="the users' per-user budget ε (required with --data; a cap with --population)")
+    clients.add_argument("--key-file", metavar="F", help="32 random bytes: the secret key of report randomness (default: from the spec's seed, or fresh)")
+    clients.add_argument("--ledger", metavar="PATH", help="a durable SQLite ledger (survives restarts; default: in memory)")
+    pop = sub.add_parser("population", help="write an experiment's population spec for `clients --population`")
+    _experiment_arguments(pop)
     sub.add_parser("list", help="list the registered experiments")
     lab = sub.add_parser("lab", help="run a teaching lab the classroom way (client processes on loopback)")
     lab.add_argument("number", type=int, help="lab number (see simulations/labs/)")
@@ -299,7 +313,7 @@ async def _serve(ns: argparse.Namespace, console: Console) -> int:
     if exp.population is None or exp.mode != "oracle":
         raise ParameterError(f"{exp.name} cannot be served to remote clients yet (it runs many populations or none); use `ldp-sim run {exp.name}`")
     spec = exp.population(args)
-    aggregator = GrpcAggregator(spec, ns.bind)
+    aggregator = GrpcAggregator(spec.description(), ns.bind)  # the aggregator learns the description only
     await aggregator.start()
     try:
         # Printed on stdout and flushed: scripts (and tests) read the port from this line.
@@ -327,15 +341,62 @@ async def _serve(ns: argparse.Namespace, console: Console) -> int:
     return 0
 
 
+def _client_config(ns: argparse.Namespace) -> Any:
+    """The users' side configuration from the command line and the users' own files."""
+    import json
+
+    from ldp.core.population import PopulationSpec
+    from ldp.wire.client_config import ClientConfig
+
+    population = None
+    if ns.population is not None:
+        try:
+            population = PopulationSpec.from_json(json.loads(Path(ns.population).read_text()))
+        except OSError as exc:
+            raise ParameterError(f"cannot read --population {ns.population}: {exc.strerror}") from None
+        except (ValueError, RecursionError) as exc:
+            if isinstance(exc, LDPError):
+                raise
+            raise ParameterError(f"--population {ns.population} is not valid JSON: {exc}") from None
+    key = None
+    if ns.key_file is not None:
+        try:
+            key = Path(ns.key_file).read_bytes()
+        except OSError as exc:
+            raise ParameterError(f"cannot read --key-file {ns.key_file}: {exc.strerror}") from None
+    return ClientConfig(
+        population=population, data_path=ns.data, schema_path=ns.schema, budget=ns.budget, report_key=key, ledger_path=ns.ledger
+    )
+
+
+def _population(ns: argparse.Namespace, console: Console) -> int:
+    import json
+
+    exp, args = _experiment_args(ns, lambda done, total: None)
+    if exp.population is None:
+        raise ParameterError(f"{exp.name} has no single population (it runs many or none)")
+    if ns.out is None:
+        raise ParameterError("say where to write the spec: --out SPEC.json")
+    spec = exp.population(args)
+    try:
+        Path(ns.out).write_text(json.dumps(spec.to_json(), indent=1))
+    except OSError as exc:
+        raise ParameterError(f"cannot write --out {ns.out}: {exc.strerror}") from None
+    console.print(f"wrote the spec of {spec.size} users to {ns.out} (a secret of the experiment and the users: give it to client machines only)")
+    return 0
+
+
 def _clients(ns: argparse.Namespace, console: Console) -> int:
     from ldp.wire.aggregator import ShardClaim
     from ldp.wire.launcher import spawn_clients, stop_clients
 
     if ns.processes < 1:
         raise ParameterError(f"--processes must be ≥ 1, got {ns.processes}")
+    config = _client_config(ns)
+    config.holdings()  # a bad data file or spec is one clear line here, not one per process
     k, m = ns.shard
     claims = [ShardClaim(k, m, j, ns.processes) for j in range(ns.processes)]
-    procs = spawn_clients(ns.connect, claims, capture_stderr=False, connect_timeout_s=ns.connect_timeout)
+    procs = spawn_clients(ns.connect, claims, config, capture_stderr=False, connect_timeout_s=ns.connect_timeout)
     try:
         codes = [c.process.wait() for c in procs]
     finally:
@@ -355,6 +416,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if ns.command == "lab":
             return _lab(ns, console)
         _load_experiment_modules()
+        if ns.command == "population":
+            return _population(ns, console)
         if ns.command == "list":
             for exp in experiments():
                 where = "in process only" if exp.mode == "standalone" else "grpc|inprocess"

@@ -1,4 +1,4 @@
-"""Per-user privacy budgets, enforced on the user's side (KLNRS Definition 4.4).
+"""Per-user privacy budgets and report nonces, enforced on the user's side (KLNRS Definition 4.4).
 
 A local algorithm may invoke LR_z(i, R_1), ..., LR_z(i, R_k) on user i only while
 ε_1 + ... + ε_k ≤ ε. The ``Ledger`` of a shard keeps, for each of its users, the budget spent,
@@ -18,6 +18,22 @@ exactly; in units each costs ceil(0.1·2^48) = 28147497671066 and ten cost 28147
 the budget a hair of slack, to spend it all.
 
 A refused user gets no report and no charge; a charge is recorded before the report leaves.
+
+**Nonces.** Each user also has a nonce: a counter the ledger advances by 1 at every accepted
+charge. The charge returns, for each accepted report, the counter's value *before* the increment
+(``Charge.nonces``); the report's randomness is keyed by (secret key, user, nonce), so no two
+reports of a user ever share a draw, whatever ids the aggregator chooses. A charge that would
+take a counter to 2^48 is refused (it cannot happen through budgets alone: a charge costs at
+least 2^18 units and a budget allows at most 2^58, i.e. at most 2^40 charges).
+
+**Pending charges and refunds.** A ledger opened by a ``LedgerStore`` (``journal=True``) keeps
+the charges made since the store last committed (``pending()``); the store writes them and calls
+``mark_committed()``. ``refund(charge)`` undoes a pending charge exactly (spent units and nonces
+restored), for a caller whose sampling failed before any report left. A charge can be refunded
+only while no later charge accepted any of its users (refund the most recent first, e.g. in
+reverse order); anything else raises and changes nothing. A standalone ``Ledger`` (the default,
+``journal=False``) keeps no pending list, so long simulations hold no history; it refunds under
+the same nonce rule.
 """
 
 from __future__ import annotations
@@ -28,12 +44,23 @@ from fractions import Fraction
 
 import numpy as np
 
-from ldp.core.errors import ParameterError, require_epsilon
+from ldp.core.errors import LDPError, ParameterError, require_epsilon
 
-__all__ = ["Ledger", "UNIT_BITS", "charge_units", "allowance_units", "Charge", "has_repeats"]
+__all__ = [
+    "Ledger",
+    "UNIT_BITS",
+    "NONCE_BITS",
+    "NONCE_LIMIT",
+    "charge_units",
+    "allowance_units",
+    "Charge",
+    "has_repeats",
+]
 
 UNIT_BITS = 48
 _SCALE = 1 << UNIT_BITS
+NONCE_BITS = 48
+NONCE_LIMIT = 1 << NONCE_BITS  # a user's nonce counter always stays below this
 
 
 def charge_units(epsilon: float) -> int:
@@ -48,12 +75,16 @@ def allowance_units(epsilon: float) -> int:
     return math.floor(Fraction(eps) * _SCALE)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Charge:
-    """The outcome of one charge over a set of users: who was accepted, who refused."""
+    """The outcome of one charge over a set of users: who was accepted, who refused, and the
+    nonce each accepted report uses. Compared by identity (a charge is one event)."""
 
     accepted: np.ndarray  # bool mask over the users named
-    units: int
+    units: int  # what each accepted occurrence paid
+    nonces: np.ndarray  # uint64, one per accepted occurrence, in order: the nonce its report uses
+    users: np.ndarray  # int64, the users named (a copy), so refunds and stores know them
+    span: tuple[int, int] | None = None  # (lo, hi) when users is exactly lo, lo+1, …, hi−1 (set by the ledger)
 
     @property
     def refused(self) -> np.ndarray:
@@ -71,24 +102,75 @@ def has_repeats(ids: np.ndarray) -> bool:
     return bool((ordered[1:] == ordered[:-1]).any())
 
 
+def _span(ids: np.ndarray) -> tuple[int, int] | None:
+    """(lo, hi) if ids are exactly lo, lo+1, …, hi−1 (checked in cache-sized blocks), else None."""
+    n = len(ids)
+    if n == 0:
+        return None
+    lo, hi = int(ids[0]), int(ids[-1]) + 1
+    if hi - lo != n:
+        return None
+    block = 1 << 16
+    for start in range(0, n - 1, block):
+        part = ids[start : min(n, start + block + 1)]
+        if not (part[1:] - part[:-1] == 1).all():
+            return None
+    return lo, hi
+
+
+def _initial(values: object, count: int, name: str, low: int, high: int) -> np.ndarray:
+    """A validated int64 copy of an initial per-user array, every value in [low, high)."""
+    arr = np.asarray(values)
+    if arr.shape != (count,) or not (arr.dtype.kind in "iu" or (arr.size == 0)):
+        raise ParameterError(f"initial {name} must be {count} integers, got shape {arr.shape} of {arr.dtype}")
+    if arr.size and (int(arr.min()) < low or int(arr.max()) >= high):
+        raise ParameterError(f"initial {name} must lie in [{low}, {high}), got {int(arr.min())}..{int(arr.max())}")
+    return arr.astype(np.int64, copy=True)
+
+
 class Ledger:
-    """Spent budget of ``count`` users with ids first_user .. first_user+count−1.
+    """Spent budget and nonce counter of ``count`` users with ids first_user .. first_user+count−1.
 
     Arrays of int64 units; the maximum budget 2^10 is 2^58 units, well inside int64, and a
-    charge can never take a user past its allowance, so no sum overflows.
+    charge can never take a user past its allowance, so no sum overflows. ``spent`` and
+    ``nonces`` give initial values (a store continuing a ledger); ``journal`` keeps the charges
+    since the last ``mark_committed()`` for a store to write. Not thread-safe.
     """
 
-    def __init__(self, first_user: int, count: int, budget: float) -> None:
+    def __init__(
+        self,
+        first_user: int,
+        count: int,
+        budget: float,
+        *,
+        spent: np.ndarray | None = None,
+        nonces: np.ndarray | None = None,
+        journal: bool = False,
+    ) -> None:
         if count < 0 or first_user < 0:
             raise ParameterError(f"ledger needs first_user ≥ 0 and count ≥ 0, got {first_user}, {count}")
         self.first_user = int(first_user)
         self.count = int(count)
         self.budget = require_epsilon(budget, name="budget epsilon")
         self.allowance = allowance_units(self.budget)
-        self._spent = np.zeros(self.count, dtype=np.int64)
+        self._spent = np.zeros(self.count, dtype=np.int64) if spent is None else _initial(spent, self.count, "spent", 0, 1 << 62)
+        self._nonces = np.zeros(self.count, dtype=np.int64) if nonces is None else _initial(nonces, self.count, "nonces", 0, NONCE_LIMIT)
+        self._journal = bool(journal)
+        self._pending: list[Charge] = []
+        self._closed = False
+
+    # -- lookups -------------------------------------------------------------------------
+
+    @property
+    def stop(self) -> int:
+        return self.first_user + self.count
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
 
     def _offsets(self, users: np.ndarray) -> np.ndarray:
-        users = np.asarray(users, dtype=np.int64)
+        users = np.asarray(users, dtype=np.int64).reshape(-1)
         offsets = users - self.first_user
         if users.size and (offsets.min() < 0 or offsets.max() >= self.count):
             raise ParameterError(
@@ -96,30 +178,144 @@ class Ledger:
             )
         return offsets
 
+    def _room(self, spent: np.ndarray) -> np.ndarray:
+        """Units each user may still spend (allowance − spent; may be negative)."""
+        return self.allowance - spent
+
     def can_charge(self, users: np.ndarray, epsilon: float) -> np.ndarray:
         """Bool mask: which users could pay ε now (nothing is recorded)."""
         units = charge_units(epsilon)
-        return self._spent[self._offsets(users)] + units <= self.allowance
+        offsets = self._offsets(users)
+        return (units <= self._room(self._spent[offsets])) & (self._nonces[offsets] < NONCE_LIMIT - 1)
+
+    # -- charging ------------------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise LDPError(f"this ledger (users {self.first_user}..{self.stop - 1}) was closed by its store; open it again")
 
     def charge(self, users: np.ndarray, epsilon: float) -> Charge:
         """Charge ε to every user that can afford it; refuse (no change) the others.
 
         Invalid ε (NaN, ±inf, ≤ 0, subnormal, > 2^10) raises ParameterError and changes nothing.
-        A user named twice in one call is charged twice (each occurrence is one report).
+        A user named twice in one call is charged twice (each occurrence is one report, with its
+        own nonce): occurrence by occurrence, so the k-th repeat sees the first k−1 charges.
+        A user whose nonce would reach 2^48 is refused.
         """
+        self._check_open()
         units = charge_units(epsilon)
-        offsets = self._offsets(users)
-        if has_repeats(offsets):
-            # Charge occurrence by occurrence so the k-th repeat sees the first k−1 charges.
-            accepted = np.zeros(len(offsets), dtype=bool)
-            for k, off in enumerate(offsets):
-                if self._spent[off] + units <= self.allowance:
-                    self._spent[off] += units
-                    accepted[k] = True
-            return Charge(accepted, units)
-        accepted = self._spent[offsets] + units <= self.allowance
-        self._spent[offsets[accepted]] += units
-        return Charge(accepted, units)
+        named = np.array(users, dtype=np.int64, copy=True).reshape(-1)
+        span = _span(named)
+        if span is not None and span[0] >= self.first_user and span[1] <= self.stop:
+            # A range of users (the common case): slices, no fancy indexing.
+            lo, hi = span[0] - self.first_user, span[1] - self.first_user
+            spent, nonce = self._spent[lo:hi], self._nonces[lo:hi]
+            if units <= self._room(spent.max()) and nonce.max() < NONCE_LIMIT - 1:
+                accepted = np.ones(hi - lo, dtype=bool)  # everyone can pay
+                used = nonce.astype(np.uint64)
+                spent += units
+                nonce += 1
+            else:
+                accepted = (units <= self._room(spent)) & (nonce < NONCE_LIMIT - 1)
+                idx = np.flatnonzero(accepted)
+                used = nonce[idx].astype(np.uint64)
+                spent[idx] += units
+                nonce[idx] += 1
+        else:
+            offsets = self._offsets(named)
+            if has_repeats(offsets):
+                accepted, used = self._charge_repeats(offsets, units)
+            else:
+                accepted = (units <= self._room(self._spent[offsets])) & (self._nonces[offsets] < NONCE_LIMIT - 1)
+                taken = offsets[accepted]
+                used = self._nonces[taken].astype(np.uint64)
+                self._spent[taken] += units
+                self._nonces[taken] += 1
+        charge = Charge(accepted, units, used, named, span)
+        if self._journal:
+            self._pending.append(charge)
+        return charge
+
+    def _charge_repeats(self, offsets: np.ndarray, units: int) -> tuple[np.ndarray, np.ndarray]:
+        """Occurrence by occurrence, vectorized: the k-th occurrence (k = 0, 1, …) of a user is
+        accepted iff the user can pay k+1 charges and its nonce can advance k+1 times. Acceptance
+        is monotone in k (a refusal changes nothing), so this equals charging one at a time."""
+        n = len(offsets)
+        order = np.argsort(offsets, kind="stable")
+        ordered = offsets[order]
+        starts = np.ones(n, dtype=bool)
+        starts[1:] = ordered[1:] != ordered[:-1]
+        position = np.arange(n)
+        rank_ordered = position - np.maximum.accumulate(np.where(starts, position, 0))
+        rank = np.empty(n, dtype=np.int64)
+        rank[order] = rank_ordered
+        room = self._room(self._spent[offsets])
+        budget_cap = np.where(room >= 0, room // units, 0)
+        nonce_cap = (NONCE_LIMIT - 1) - self._nonces[offsets]
+        accepted = (rank < budget_cap) & (rank < nonce_cap)
+        taken = offsets[accepted]
+        used = (self._nonces[taken] + rank[accepted]).astype(np.uint64)
+        who, times = np.unique(taken, return_counts=True)
+        self._spent[who] += times * units  # times ≤ room // units: no overflow
+        self._nonces[who] += times
+        return accepted, used
+
+    def refund(self, charge: Charge) -> None:
+        """Undo ``charge`` exactly: its users' spent units and nonces go back to what they were.
+
+        Only for a charge whose reports never left: on a journaled (store-opened) ledger it must be
+        pending (not yet committed), and on any ledger no later charge may have accepted one of
+        its users (refund the most recent charges first). Otherwise LDPError, nothing changed.
+        """
+        self._check_open()
+        if self._journal and not any(c is charge for c in self._pending):
+            raise LDPError("only a pending (uncommitted) charge of this ledger can be refunded")
+        offsets = self._offsets(charge.users)
+        accepted = np.asarray(charge.accepted, dtype=bool)
+        nonces = np.asarray(charge.nonces)
+        if accepted.shape != offsets.shape or nonces.shape != (int(accepted.sum()),):
+            raise LDPError("malformed charge: its mask, users and nonces disagree")
+        taken = offsets[accepted]
+        nonces = nonces.astype(np.int64)
+        if has_repeats(taken):
+            order = np.lexsort((nonces, taken))
+            taken, nonces = taken[order], nonces[order]
+            ends = np.ones(len(taken), dtype=bool)
+            ends[:-1] = taken[1:] != taken[:-1]
+            who, times = np.unique(taken, return_counts=True)
+            last = nonces[ends]
+            first = nonces[np.r_[True, ends[:-1]]]
+            consecutive = bool((last - first + 1 == times).all())
+        else:
+            who, times, last, consecutive = taken, np.ones(len(taken), dtype=np.int64), nonces, True
+        cost = times * charge.units
+        if not consecutive or not (self._nonces[who] == last + 1).all() or not (self._spent[who] >= cost).all():
+            raise LDPError("this charge cannot be refunded: a later charge accepted some of its users (refund the most recent first) or it was refunded already")
+        self._spent[who] -= cost
+        self._nonces[who] -= times
+        if self._journal:
+            self._pending = [c for c in self._pending if c is not charge]
+
+    # -- the store's side ----------------------------------------------------------------
+
+    def pending(self) -> list[Charge]:
+        """The charges since the last ``mark_committed()`` (always empty unless journaled)."""
+        return list(self._pending)
+
+    def mark_committed(self) -> None:
+        """The store made every pending charge durable: they can no longer be refunded."""
+        self._pending.clear()
+
+    def _close(self) -> None:
+        """Called by the store: no further charges or refunds on this object."""
+        self._pending.clear()
+        self._closed = True
+
+    # -- reading -------------------------------------------------------------------------
+
+    def nonces(self, users: np.ndarray | None = None) -> np.ndarray:
+        """Each user's next nonce (= its number of accepted charges, when opened fresh), uint64."""
+        return (self._nonces if users is None else self._nonces[self._offsets(users)]).astype(np.uint64)
 
     def spent(self, users: np.ndarray | None = None) -> np.ndarray:
         """Spent ε per user as floats (rounded; the units are the exact record)."""

@@ -3,11 +3,17 @@
 ``PopulationSpec`` is everything a client process needs to create its users' records *on the
 users' side*: the concept class and target, the distribution, label noise, the per-user budget ε
 and the seed. Records of users first..first+count−1 are a pure function of (seed, user id), so a
-shard generates exactly the records those users would have in any other split (DESIGN.md §2).
+shard generates exactly the records those users would have in any other split (docs/design.md §2).
+
+A spec is a secret of the experiment and the users' side: whoever holds it can regenerate every
+record (and, for a seeded spec, every report's randomness). The aggregator only ever sees its
+``PopulationDescription`` (the schema and the number of users), docs/design.md §2a.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -23,12 +29,39 @@ from ldp.core.concepts import (
     distribution_from_json,
 )
 from ldp.core.errors import ParameterError, require_epsilon
-from ldp.core.rng import RandomSource, Streams
+from ldp.core.rng import RandomSource, Streams, derive_key_bytes, secret_key
 from ldp.core.schema import RECORD_DTYPE, Schema
 
-__all__ = ["PopulationSpec", "generate_records"]
+__all__ = ["PopulationSpec", "PopulationDescription", "generate_records"]
 
 MAX_USERS = 1 << 40
+
+
+@dataclass(frozen=True)
+class PopulationDescription:
+    """What the aggregator may know about the users: their record schema and how many there are.
+
+    Nothing in it lets anyone compute a record or a draw (docs/design.md §2a).
+    """
+
+    size: int
+    schema: Schema
+
+    def __post_init__(self) -> None:
+        if isinstance(self.size, bool) or not isinstance(self.size, (int, np.integer)) or not 1 <= self.size <= MAX_USERS:
+            raise ParameterError(f"population size must be an integer in [1, 2^40], got {self.size!r}")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"size": int(self.size), "schema": self.schema.to_json()}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "PopulationDescription":
+        try:
+            return cls(int(data["size"]), Schema.from_json(list(data["schema"])))
+        except ParameterError:
+            raise
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ParameterError(f"malformed population description: {exc}") from None
 
 
 @dataclass(frozen=True)
@@ -42,7 +75,7 @@ class PopulationSpec:
     seed: int = 0
     distribution: Distribution = field(default_factory=Uniform)
     label_noise: float = 0.0
-    secure: bool = False  # reports from OS randomness (records stay seeded): not reproducible
+    secure: bool = False  # a report key from the OS (records stay seeded): reports not reproducible
 
     def __post_init__(self) -> None:
         if isinstance(self.size, bool) or not isinstance(self.size, (int, np.integer)) or not 1 <= self.size <= MAX_USERS:
@@ -59,8 +92,28 @@ class PopulationSpec:
         """The ground truth for this population (held by the experiment, never the aggregator)."""
         return Referee(self.concept_class, self.target, self.distribution, self.label_noise)
 
-    def randomness(self) -> RandomSource:
-        return RandomSource(seed=int(self.seed), secure=self.secure)
+    def description(self) -> PopulationDescription:
+        """The public part: schema and size (what the aggregator is told)."""
+        return PopulationDescription(int(self.size), self.schema)
+
+    @property
+    def identity(self) -> str:
+        """The identity of the data: SHA-256 of everything that determines the records
+        (concept class, d, target, distribution, label noise, seed), not of the size, budget or
+        report mode. Ledgers are keyed by it, so a reload of the same data continues them."""
+        data = self.to_json()
+        for key in ("size", "budget", "secure"):
+            data.pop(key)
+        return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
+
+    def report_key(self) -> bytes:
+        """The secret key of the users' report randomness: derived from the seed (reproducible:
+        the experiment owns the seed), or fresh from the operating system when ``secure``."""
+        return secret_key() if self.secure else derive_key_bytes("ldp.report-key", self.identity)
+
+    def records(self, first_user: int, count: int) -> np.ndarray:
+        """Records of users first_user .. first_user+count−1 (``generate_records``)."""
+        return generate_records(self, first_user, count)
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -1,43 +1,57 @@
-"""Transparent ε-local randomizers (KLNRS Definitions 4.3 and 4.7).
+"""Transparent ε-local randomizers (KLNRS Definitions 4.3 and 4.7), exact in the floats they emit.
 
 A ``Randomizer`` maps a query value u = g(z) to a report w. Each one declares ``epsilon``,
-samples vectorized over users from per-user randomness, and exposes its exact probabilities
-``log_prob(u, w)`` (a log-density for continuous outputs) so that ``ldp.core.audit`` can check
-every log-ratio log p(w|u) − log p(w|u′) ≤ ε over its whole input domain.
+samples vectorized over users from per-user randomness, and exposes its probabilities
+``log_prob(u, w)``. **Privacy is what the sampler does**: every finite-output randomizer here
+samples by comparing *integers* drawn from ``randomness.bits(draw)`` (uniform 64-bit words) with
+integer cell boundaries, so each report's probability is an exact rational m/2^64 (or a product
+of such). Each one exposes that realized distribution, ``realized(inputs) -> (outputs, masses,
+denominator)`` with integer masses, and the integer cells of each draw, ``draw_cells(u)``;
+``ldp.core.audit.verify_exact`` computes the privacy loss from the realized masses in exact
+arithmetic, checks that ``log_prob`` is the log of them, and feeds the sampler the cell
+boundaries to check that it really emits that table. ``log_prob`` returns the *realized* values,
+and every estimator uses the realized probabilities, so estimates stay unbiased.
 
 A ``LocalRandomizer`` is what a user actually runs: a registered query composed with a
 randomizer, built from a JSON-able ``RandomizerSpec`` (what the aggregator sends). Privacy holds
-for the composition because the randomizer is ε-private over *all* values the query can take,
-and the query value is clipped to [−b, b] before randomizing (so a query that exceeded its
-declared bound could not break privacy).
+for the composition because the randomizer is ε-private over *all* values its input can take and
+``check_inputs`` enforces that domain before anything is charged: a finite randomizer refuses a
+value that is not one of its categories, a bounded-interval randomizer clips to [−b, b], and
+NaN/±inf are refused everywhere. ``LocalRandomizer.inputs(records)`` (evaluate + check, may
+raise) and ``LocalRandomizer.sample(inputs, randomness)`` (never raises on checked inputs) are
+separate so a client checks every user's input *before* charging, then samples the accepted ones.
 
 Kinds:
 - ``binary_rr``   randomized response on a {0,1}-valued query (Warner 1965).
 - ``kary_rr``     k-ary generalized randomized response over a query's finite values.
-- ``laplace``     g(u) + Lap(2b/ε), the local randomizer of KLNRS Claim 4.1 (replace-one: a
-                  single user's value can move by 2b).
 - ``discrete_laplace``  Claim 4.1 on a public grid: randomized rounding, two-sided geometric
-                  noise, a clamped window — finite, every probability exact, floating-point safe.
-- ``pm_rr``       ±b randomized response: outputs ±b(e^ε+1)/(e^ε−1), unbiased for u
-                  (Duchi, Jordan & Wainwright 2013); the bounded, light-tailed alternative to Laplace.
+                  noise from a finite integer table, a clamped window — exact, floating-point safe.
+- ``pm_rr``       ±b randomized response, unbiased for u (Duchi, Jordan & Wainwright 2013);
+                  bounded, light-tailed, exact.
 - ``record_rr``   every column of the record through k-ary randomized response with ε/width each
                   (basic composition, KLNRS Claim 2.1): the "randomize everything once" protocol.
+- ``laplace``     g(u) + Lap(2b/ε) in floats, KLNRS Claim 4.1 as printed. **Not auditable and not
+                  requestable by users** (``auditable = False``): its float outputs are open to
+                  Mironov's (2012) attack — at ε = 1 most reports are floats the other input cannot
+                  produce. Kept in process for paper-fidelity demonstrations only
+                  (``LocalRandomizer.build(..., allow_unaudited=True)``).
 
-Floating point: samplers compare a uniform in (0,1) on the 2^-53 grid with float probabilities,
-so realised probabilities differ from the declared ones by at most 2^-53 absolute. The Laplace
-sampler uses the inverse CDF on floats; its outputs are not snapped to a grid, so the Mironov
-(2012) floating-point attack applies to it as to every textbook implementation: its declared
-density is exact for the real-valued mechanism, not for the floats it emits. It is kept because it
-is the paper's mechanism; for anything that matters use ``discrete_laplace`` (same noise shape,
-exact) or ``pm_rr`` (bounded, exact; ``LocalSQOracle``'s default).
+Exact randomized response (``rr_cells``): k categories at ε partition [0, 2^64) into a keep cell
+of size A and k − 1 other cells of size B, A + (k−1)B = 2^64, B = ⌈2^64/(e^ε + k − 1)⌉. Then
+A/B ≤ e^ε exactly, at every ε; for ε ≳ 44 the cells bottom out at B = 1 and the realized loss is
+ln(2^64 − k + 1) < ε: the mechanism is *more* private than declared (the declared ε is what is
+charged). ``pm_rr`` does the same on the 53-bit grid (realized loss capped at ln(2^53 − 1) ≈ 36.7).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Mapping
+from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal, localcontext
+from fractions import Fraction
+from typing import Any, ClassVar, Mapping, NamedTuple
 
 import numpy as np
 
@@ -59,7 +73,112 @@ __all__ = [
     "LocalRandomizer",
     "randomizer_kinds",
     "kary_rr_probabilities",
+    "rr_cells",
+    "ceil_share",
+    "TWO64",
+    "TWO53",
 ]
+
+TWO64 = 1 << 64
+TWO53 = 1 << 53
+_LN2 = math.log(2.0)
+_DECIMAL_PREC = 80  # digits for Decimal exp/ln; every exact bound below keeps a 10^-78 margin
+_U64_MAX = np.uint64(TWO64 - 1)
+_S11 = np.uint64(11)
+
+
+# --- exact integer arithmetic shared by the samplers ---
+
+
+def _to_decimal_floor(x: float | Fraction | Decimal) -> Decimal:
+    """x as a Decimal: exact for floats and Decimals, rounded *down* (80 digits) for Fractions.
+    Rounding ε down only makes a cell computed from it more private."""
+    if isinstance(x, Decimal):
+        return x
+    if isinstance(x, Fraction):
+        with localcontext() as ctx:
+            ctx.prec = _DECIMAL_PREC
+            ctx.rounding = ROUND_FLOOR
+            return Decimal(x.numerator) / Decimal(x.denominator)
+    return Decimal(float(x))  # every float is a finite decimal: exact
+
+
+@functools.lru_cache(maxsize=4096)
+def ceil_share(total: int, epsilon: float | Fraction | Decimal, k: int) -> int:
+    """An integer B ≥ total/(e^ε + k − 1): ⌈total/(e^ε + k − 1)⌉, computed rigorously.
+
+    Decimal's exp is correctly rounded at 80 digits, so E = exp(ε) satisfies |E − e^ε| ≤ 5·10^-80·E.
+    E·(1 − 10^-78) rounded down is then ≤ e^ε; adding k − 1 rounding down, dividing rounding up
+    and taking the ceiling can only make B larger than the true ceiling (by one, in the
+    measure-zero case that the true quotient lies within 10^-77 of an integer), never smaller.
+    """
+    eps = _to_decimal_floor(epsilon)
+    with localcontext() as ctx:
+        ctx.prec = _DECIMAL_PREC
+        e = eps.exp()
+        ctx.rounding = ROUND_FLOOR
+        e_low = e - e.scaleb(-(_DECIMAL_PREC - 2))
+        denominator = e_low + (k - 1)
+        ctx.rounding = ROUND_CEILING
+        quotient = Decimal(total) / denominator
+        return int(quotient.to_integral_value(rounding=ROUND_CEILING))
+
+
+@functools.lru_cache(maxsize=4096)
+def rr_cells(epsilon: float | Fraction | Decimal, k: int) -> tuple[int, int]:
+    """(A, B): the integer cells of exact k-ary randomized response at ε on 64-bit draws.
+
+    [0, 2^64) is split into a keep cell of size A and k − 1 "other" cells of size B with
+    A + (k−1)·B = 2^64 exactly, B = ⌈2^64/(e^ε + k − 1)⌉ (``ceil_share``), A = 2^64 − (k−1)·B.
+    One draw X reports the true index if X < A, else the other index (X − A) // B (skipping the
+    true one), so Pr[keep] = A/2^64 and Pr[each other] = B/2^64 exactly, for every ε.
+
+    Proof that A/B ≤ e^ε: B ≥ 2^64/(e^ε + k − 1) ⇔ B·(e^ε + k − 1) ≥ 2^64 ⇔ e^ε·B ≥ 2^64 − (k−1)·B = A.
+    And B/A ≤ 1 ≤ e^ε because A ≥ B (checked; it fails only for ε below ~2k²/2^64, where the
+    64-bit grid cannot express the mechanism and a ParameterError is raised). Tightness: B is
+    less than one above the real quotient, so A/B ≥ e^ε − (e^ε + k − 1)²/2^64·(1 + o(1)). For
+    e^ε + k − 1 > 2^64 (ε ≳ 44.4) B = 1 and the realized loss is ln(2^64 − k + 1) < ε: more
+    private than declared (the ledger still charges the declared ε).
+    """
+    if k < 2:
+        raise ParameterError(f"randomized response needs k ≥ 2 categories, got k={k}")
+    b = ceil_share(TWO64, epsilon, k)
+    a = TWO64 - (k - 1) * b
+    if a < b:
+        raise ParameterError(
+            f"randomized response over k={k} categories at ε={float(epsilon):.3g} is below the 2^-64 resolution of its draws; use a larger ε"
+        )
+    return a, b
+
+
+def kary_rr_probabilities(epsilon: float | Fraction, k: int | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(p, q) of exact k-ary randomized response at ε, vectorized over k: p = A/2^64 (keep),
+    q = B/2^64 (each other value), the *realized* probabilities of ``rr_cells`` (the ideal
+    e^ε/(e^ε+k−1) and 1/(e^ε+k−1) up to 2^-64). The one place these are computed."""
+    ks = np.asarray(k)
+    cells = [rr_cells(epsilon, int(kk)) for kk in ks.ravel()]
+    p = np.array([a / TWO64 for a, _ in cells], dtype=np.float64).reshape(ks.shape)
+    q = np.array([b / TWO64 for _, b in cells], dtype=np.float64).reshape(ks.shape)
+    return p, q
+
+
+def _rr_draw(idx: np.ndarray, bits: np.ndarray, a: int, b: int) -> np.ndarray:
+    """The reported index of exact RR: idx if X < A, else j + (j ≥ idx) with j = (X − A) // B.
+
+    All uint64 integer operations; X − A wraps around for kept users, so it is masked to 0 there.
+    """
+    x = np.asarray(bits, dtype=np.uint64)
+    idx = np.asarray(idx, dtype=np.int64)
+    a64 = np.uint64(a)
+    keep = x < a64
+    offset = np.where(keep, np.uint64(0), x - a64)
+    j = (offset // np.uint64(b)).astype(np.int64)
+    return np.where(keep, idx, j + (j >= idx))
+
+
+def _first_bad(values: np.ndarray, ok: np.ndarray) -> object:
+    bad = np.asarray(values)[~np.asarray(ok, dtype=bool)]
+    return bad.ravel()[0].item() if bad.size else None
 
 
 @dataclass(frozen=True)
@@ -70,42 +189,64 @@ class Interval:
     high: float
 
 
-def _log_keep_other(epsilon: float, k: int) -> tuple[float, float]:
-    """log P(keep) and log P(one given other value) for k-ary RR: e^ε/(e^ε+k−1), 1/(e^ε+k−1).
-
-    Computed as −log(1 + (k−1)e^−ε) and −ε − log(1 + (k−1)e^−ε) so the difference is exactly
-    representable as ε up to one rounding.
-    """
-    log_norm = math.log1p((k - 1) * math.exp(-epsilon))
-    return -log_norm, -epsilon - log_norm
-
-
-def kary_rr_probabilities(epsilon: float, k: int | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(p, q) of k-ary randomized response at ε: keep the value w.p. p = e^ε/(e^ε+k−1), report each
-    other value w.p. q = 1/(e^ε+k−1) (vectorized over k). The one place these are computed."""
-    log_norm = np.log1p((np.asarray(k) - 1) * math.exp(-epsilon))
-    return np.exp(-log_norm), np.exp(-epsilon - log_norm)
-
-
 class Randomizer(ABC):
-    """An ε-local randomizer R: U → W over query values (KLNRS Definition 4.3)."""
+    """An ε-local randomizer R: U → W over query values (KLNRS Definition 4.3).
+
+    Besides ``sample`` and ``log_prob``, a finite-output randomizer exposes what the audit needs
+    to check the sampler rather than a claim (see ``ldp.core.audit.verify_exact``):
+
+    - ``realized(inputs) -> (outputs, masses, denominator)``: Pr[R(u) = w] = masses[i, j] /
+      denominator, integers (uint64 or Python-int object arrays), exactly what ``sample`` emits;
+    - ``draw_cells(u)``: for each draw index the sampler reads (0, 1, ...), the sorted uint64 starts
+      of the cells of [0, 2^64) on which its output is constant;
+    - ``audit_inputs()``: inputs whose worst case is the worst case of the whole input domain;
+    - ``factors()``: the independent factors of a product mechanism (``record_rr``), else None.
+    """
 
     kind: ClassVar[str]
     epsilon: float
     report_dtype: ClassVar[type[np.generic]] = np.float64
     continuous: ClassVar[bool] = False
+    auditable: ClassVar[bool] = True  # False: float outputs, no exact realized distribution (laplace)
 
     @abstractmethod
     def sample(self, inputs: np.ndarray, randomness: UserRandomness) -> np.ndarray:
-        """One report per user: inputs[k] is user k's query value."""
+        """One report per user: inputs[k] is user k's (checked) query value."""
 
     @abstractmethod
     def log_prob(self, u: np.ndarray | float, w: np.ndarray | float) -> np.ndarray:
-        """log Pr[R(u) = w] (log-density for continuous W), broadcast over u and w."""
+        """log Pr[R(u) = w] as realized by ``sample`` (log-density for continuous W), broadcast."""
 
     @abstractmethod
     def input_domain(self) -> np.ndarray | Interval:
         """Every value a user's input can take: a finite array, or an interval."""
+
+    @property
+    def input_width(self) -> int:
+        """Coordinates per input: 1 for scalar randomizers, the record width for ``record_rr``."""
+        return 1
+
+    def check_inputs(self, values: np.ndarray) -> np.ndarray:
+        """The inputs this randomizer will sample from, or a ParameterError naming a bad value.
+
+        Finite domain: every value must be one of its elements. Interval [−b, b]: NaN/±inf are
+        refused and the rest clipped into the interval (a query that exceeds its declared bound
+        cannot break privacy). Called before any charge; ``sample`` never raises on its output.
+        """
+        v = np.asarray(values, dtype=np.float64)
+        if v.ndim != 1:
+            raise ParameterError(f"{self.kind} takes scalar inputs (width 1); got an array of shape {v.shape}")
+        domain = self.input_domain()
+        if isinstance(domain, Interval):
+            finite = np.isfinite(v)
+            if not finite.all():
+                raise ParameterError(f"{self.kind}: input {_first_bad(v, finite)!r} is not a finite number")
+            return np.clip(v, domain.low, domain.high)
+        ok = np.isin(v, domain)
+        if not ok.all():
+            shown = ", ".join(f"{x:g}" for x in np.asarray(domain)[:8]) + (", ..." if len(domain) > 8 else "")
+            raise ParameterError(f"{self.kind}: input {_first_bad(v, ok)!r} is not in its domain {{{shown}}}")
+        return v
 
     def output_domain(self) -> np.ndarray | None:
         """The finite output set, or None when W is continuous."""
@@ -119,13 +260,57 @@ class Randomizer(ABC):
         """Var[estimate(R(u))], the exact per-report variance of the unbiased estimator."""
         raise NotImplementedError(f"{type(self).__name__} has no unbiased per-report estimator")
 
+    # --- the realized distribution (finite outputs) ---
+
+    def realized(self, inputs: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+        """(outputs, masses, denominator): Pr[sample(u_i) = outputs[j]] = masses[i, j]/denominator."""
+        raise NotImplementedError(f"{type(self).__name__} does not expose a realized distribution")
+
+    def draw_cells(self, u: float) -> list[np.ndarray]:
+        """Per draw index, the uint64 starts of the cells (first 0) on which ``sample(u)`` is constant."""
+        raise NotImplementedError(f"{type(self).__name__} does not expose its draw cells")
+
+    def audit_inputs(self) -> np.ndarray:
+        """Inputs containing the worst case of the whole domain (the finite domain itself)."""
+        domain = self.input_domain()
+        if isinstance(domain, Interval):
+            raise NotImplementedError(f"{type(self).__name__} must say which inputs contain its worst case")
+        return np.asarray(domain)
+
+    def consistency_inputs(self, count: int) -> np.ndarray:
+        """A few inputs on which the audit feeds the sampler its cell boundaries."""
+        inputs = self.audit_inputs()
+        if len(inputs) <= count:
+            return inputs
+        return inputs[np.unique(np.linspace(0, len(inputs) - 1, count).round().astype(np.int64))]
+
+    def factors(self) -> list["Randomizer"] | None:
+        """The independent factors of a product mechanism (each with its own draws), or None."""
+        return None
+
+    def realized_extremes(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+        """(inputs, outputs, hi, lo, denominator): per output, the largest and smallest realized
+        mass over ``audit_inputs()``. Dense by default; structured randomizers override it."""
+        inputs = self.audit_inputs()
+        outputs, masses, denominator = self.realized(inputs)
+        return inputs, outputs, masses.max(axis=0), masses.min(axis=0), denominator
+
+    def realized_column(self, inputs: np.ndarray, j: int) -> np.ndarray:
+        """Realized masses of output j for each input (used to name the worst pair)."""
+        return self.realized(inputs)[1][:, j]
+
+
+def _rr_log(mass: int, bits: int = 64) -> float:
+    return math.log(mass) - bits * _LN2
+
 
 @dataclass(frozen=True)
 class BinaryRandomizedResponse(Randomizer):
-    """Randomized response on u ∈ {0, 1}: report u w.p. e^ε/(e^ε+1), else 1 − u.
+    """Randomized response on u ∈ {0, 1}: report u w.p. A/2^64, else 1 − u (``rr_cells``, k = 2).
 
-    Privacy: p(w|u)/p(w|u′) ≤ e^ε exactly (the two probabilities' ratio is e^ε).
-    Estimator: (w − q)/(p − q) with p = e^ε/(e^ε+1), q = 1 − p; variance pq/(p − q)^2.
+    Privacy: A/B ≤ e^ε exactly (``rr_cells``), at every ε — the keep probability never rounds to
+    1 (B ≥ 1), so no report is impossible under either input.
+    Estimator: (w − q)/(p − q) with the realized p = A/2^64, q = B/2^64; variance pq/(p − q)².
     """
 
     epsilon: float
@@ -134,19 +319,32 @@ class BinaryRandomizedResponse(Randomizer):
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", require_epsilon(self.epsilon))
+        self.cell_sizes  # noqa: B018  (validates)
+
+    def _cell_epsilon(self) -> float | Fraction:
+        return self.epsilon
+
+    @property
+    def cell_sizes(self) -> tuple[int, int]:
+        """(A, B): keep and flip cells of [0, 2^64)."""
+        return rr_cells(self._cell_epsilon(), 2)
 
     @property
     def keep_probability(self) -> float:
-        return 1.0 / (1.0 + math.exp(-self.epsilon))
+        return self.cell_sizes[0] / TWO64
+
+    @property
+    def flip_probability(self) -> float:
+        return self.cell_sizes[1] / TWO64
 
     def sample(self, inputs: np.ndarray, randomness: UserRandomness) -> np.ndarray:
-        keep = randomness.uniform(0) < self.keep_probability
-        u = np.asarray(inputs).astype(np.uint8)
-        return np.where(keep, u, 1 - u).astype(np.uint8)
+        a, b = self.cell_sizes
+        idx = (np.asarray(inputs) != 0).astype(np.int64)
+        return _rr_draw(idx, randomness.bits(0), a, b).astype(np.uint8)
 
     def log_prob(self, u: np.ndarray | float, w: np.ndarray | float) -> np.ndarray:
-        log_keep, log_flip = _log_keep_other(self.epsilon, 2)
-        return np.where(np.asarray(u) == np.asarray(w), log_keep, log_flip)
+        a, b = self.cell_sizes
+        return np.where(np.asarray(u) == np.asarray(w), _rr_log(a), _rr_log(b))
 
     def input_domain(self) -> np.ndarray:
         return np.array([0.0, 1.0])
@@ -154,22 +352,33 @@ class BinaryRandomizedResponse(Randomizer):
     def output_domain(self) -> np.ndarray:
         return np.array([0.0, 1.0])
 
+    def realized(self, inputs: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+        a, b = self.cell_sizes
+        u = np.asarray(inputs, dtype=np.float64).ravel()
+        masses = np.where(u[:, None] == self.output_domain()[None, :], np.uint64(a), np.uint64(b)).astype(np.uint64)
+        return self.output_domain(), masses, TWO64
+
+    def draw_cells(self, u: float) -> list[np.ndarray]:
+        return [np.array([0, self.cell_sizes[0]], dtype=np.uint64)]
+
     def estimate(self, reports: np.ndarray) -> np.ndarray:
-        p = self.keep_probability
-        return (np.asarray(reports, dtype=np.float64) - (1 - p)) / (2 * p - 1)
+        a, b = self.cell_sizes
+        return (np.asarray(reports, dtype=np.float64) - b / TWO64) / ((a - b) / TWO64)
 
     def variance(self, u: np.ndarray | float) -> np.ndarray:
-        p = self.keep_probability
-        return np.broadcast_to(p * (1 - p) / (2 * p - 1) ** 2, np.shape(u)).astype(np.float64)
+        a, b = self.cell_sizes
+        p, q, gap = a / TWO64, b / TWO64, (a - b) / TWO64
+        return np.broadcast_to(p * q / gap**2, np.shape(u)).astype(np.float64)
 
 
 @dataclass(frozen=True)
 class KaryRandomizedResponse(Randomizer):
     """k-ary generalized randomized response over ``categories`` (k ≥ 2 distinct values).
 
-    Report the true category w.p. e^ε/(e^ε+k−1), each other one w.p. 1/(e^ε+k−1). The report
-    is the category *value*. Privacy: the largest ratio is e^ε (Kairouz, Oh & Viswanath 2014).
-    Estimator of u: the frequency estimator f̂_j = (1[w=c_j] − q)/(p − q) combined as Σ c_j f̂_j.
+    One 64-bit draw X: report the true category if X < A, else the ((X − A) // B)-th of the
+    other k − 1 (``rr_cells``): Pr[keep] = A/2^64, Pr[each other] = B/2^64, A/B ≤ e^ε exactly.
+    The report is the category *value*. Estimator of u: the frequency estimator
+    f̂_j = (1[w=c_j] − q)/(p − q) with the realized p, q, combined as Σ c_j f̂_j.
     """
 
     epsilon: float
@@ -178,40 +387,56 @@ class KaryRandomizedResponse(Randomizer):
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", require_epsilon(self.epsilon))
+        self._validate_categories()
+
+    def _validate_categories(self) -> None:
         cats = tuple(float(c) for c in self.categories)
         if len(cats) < 2 or len(set(cats)) != len(cats):
             raise ParameterError(f"kary_rr needs k ≥ 2 distinct categories, got k={len(cats)}: {cats[:8]}")
         if any(not math.isfinite(c) for c in cats):
             raise ParameterError(f"kary_rr categories must be finite, got {cats[:8]}")
         object.__setattr__(self, "categories", tuple(sorted(cats)))
+        self.cell_sizes  # noqa: B018  (validates)
+
+    def _cell_epsilon(self) -> float | Fraction:
+        return self.epsilon
 
     @property
     def k(self) -> int:
         return len(self.categories)
 
     @property
+    def cell_sizes(self) -> tuple[int, int]:
+        """(A, B): the keep cell and each of the k − 1 other cells of [0, 2^64)."""
+        return rr_cells(self._cell_epsilon(), self.k)
+
+    @property
     def keep_probability(self) -> float:
-        return math.exp(_log_keep_other(self.epsilon, self.k)[0])
+        return self.cell_sizes[0] / TWO64
+
+    @property
+    def other_probability(self) -> float:
+        return self.cell_sizes[1] / TWO64
+
+    def _pq_gap(self) -> tuple[float, float, float]:
+        a, b = self.cell_sizes
+        return a / TWO64, b / TWO64, (a - b) / TWO64
 
     def _index(self, values: np.ndarray) -> np.ndarray:
         cats = np.asarray(self.categories)
-        idx = np.searchsorted(cats, values)
-        idx = np.clip(idx, 0, self.k - 1)
+        idx = np.clip(np.searchsorted(cats, values), 0, self.k - 1)
         if not np.array_equal(cats[idx], values):
             raise ParameterError(f"kary_rr: an input is not one of the categories {self.categories[:8]}")
         return idx
 
     def sample(self, inputs: np.ndarray, randomness: UserRandomness) -> np.ndarray:
+        a, b = self.cell_sizes
         idx = self._index(np.asarray(inputs, dtype=np.float64))
-        keep = randomness.uniform(0) < self.keep_probability
-        # An other category, uniform over the k−1 that are not the input.
-        other = np.minimum((randomness.uniform(1) * (self.k - 1)).astype(np.int64), self.k - 2)
-        other = other + (other >= idx)
-        return np.asarray(self.categories)[np.where(keep, idx, other)]
+        return np.asarray(self.categories)[_rr_draw(idx, randomness.bits(0), a, b)]
 
     def log_prob(self, u: np.ndarray | float, w: np.ndarray | float) -> np.ndarray:
-        log_keep, log_other = _log_keep_other(self.epsilon, self.k)
-        return np.where(np.asarray(u) == np.asarray(w), log_keep, log_other)
+        a, b = self.cell_sizes
+        return np.where(np.asarray(u) == np.asarray(w), _rr_log(a), _rr_log(b))
 
     def input_domain(self) -> np.ndarray:
         return np.asarray(self.categories)
@@ -219,35 +444,71 @@ class KaryRandomizedResponse(Randomizer):
     def output_domain(self) -> np.ndarray:
         return np.asarray(self.categories)
 
+    def realized(self, inputs: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+        a, b = self.cell_sizes
+        u = np.asarray(inputs, dtype=np.float64).ravel()
+        cats = self.output_domain()
+        masses = np.where(u[:, None] == cats[None, :], np.uint64(a), np.uint64(b)).astype(np.uint64)
+        return cats, masses, TWO64
+
+    def draw_cells(self, u: float) -> list[np.ndarray]:
+        a, b = self.cell_sizes
+        return [np.array([0] + [a + j * b for j in range(self.k - 1)], dtype=np.uint64)]
+
     def frequencies(self, reports: np.ndarray) -> np.ndarray:
-        """Unbiased estimates of the fraction of users in each category (KOV 2014)."""
-        p = self.keep_probability
-        q = (1 - p) / (self.k - 1)
-        counts = np.array([(np.asarray(reports) == c).mean() if len(reports) else 0.0 for c in self.categories])
-        return (counts - q) / (p - q)
+        """Unbiased estimates of the fraction of users in each category (KOV 2014), vectorized."""
+        p, q, gap = self._pq_gap()
+        r = np.asarray(reports, dtype=np.float64).ravel()
+        counts = np.zeros(self.k)
+        if r.size:
+            cats = np.asarray(self.categories)
+            idx = np.clip(np.searchsorted(cats, r), 0, self.k - 1)
+            hit = cats[idx] == r
+            counts = np.bincount(idx[hit], minlength=self.k) / r.size
+        return (counts - q) / gap
 
     def estimate(self, reports: np.ndarray) -> np.ndarray:
-        p = self.keep_probability
-        q = (1 - p) / (self.k - 1)
+        p, q, gap = self._pq_gap()
         cats = np.asarray(self.categories)
         # Σ_j c_j (1[w=c_j] − q)/(p − q) = (w − q Σ c)/(p − q)
-        return (np.asarray(reports, dtype=np.float64) - q * cats.sum()) / (p - q)
+        return (np.asarray(reports, dtype=np.float64) - q * cats.sum()) / gap
 
     def variance(self, u: np.ndarray | float) -> np.ndarray:
-        p = self.keep_probability
-        q = (1 - p) / (self.k - 1)
+        p, q, gap = self._pq_gap()
         cats = np.asarray(self.categories)
         u = np.asarray(u, dtype=np.float64)
         mean_w = p * u + q * (cats.sum() - u)
         second = p * u**2 + q * ((cats**2).sum() - u**2)
-        return (second - mean_w**2) / (p - q) ** 2
+        return (second - mean_w**2) / gap**2
+
+
+@dataclass(frozen=True)
+class _ColumnRR(KaryRandomizedResponse):
+    """One column of ``record_rr``: k-ary RR whose cells use the exact rational ε/width (it may
+    be below the 2^-30 floor of a requestable ε, so ε is not re-validated)."""
+
+    exact_epsilon: Fraction = Fraction(0)
+    kind: ClassVar[str] = "record_rr column"
+
+    def __post_init__(self) -> None:
+        self._validate_categories()
+
+    def _cell_epsilon(self) -> Fraction:
+        return self.exact_epsilon
 
 
 @dataclass(frozen=True)
 class LaplaceRandomizer(Randomizer):
-    """R(u) = u + η, η ~ Lap(2b/ε), for u ∈ [−b, b] (KLNRS Claim 4.1).
+    """R(u) = u + η, η ~ Lap(2b/ε), for u ∈ [−b, b] (KLNRS Claim 4.1) — **in floats: not auditable,
+    not requestable by users.**
 
-    Privacy: log p(w|u) − log p(w|u′) = (|w−u′| − |w−u|)/(2b/ε) ≤ |u−u′|ε/(2b) ≤ ε.
+    Privacy of the real-valued mechanism: log p(w|u) − log p(w|u′) = (|w−u′| − |w−u|)/(2b/ε) ≤ ε.
+    The float sampler (inverse CDF on the 2^-53 grid) does not emit that distribution: its outputs
+    are not on a public grid, and Mironov's (2012) attack applies — at ε = 1, 83% of its reports
+    are floats the other input cannot produce. ``auditable = False``: ``LocalRandomizer.build``
+    refuses it unless ``allow_unaudited=True`` (in-process paper-fidelity demonstrations only),
+    and ``verify_exact`` reports it as not auditable. Use ``discrete_laplace`` (same noise shape,
+    exact) or ``pm_rr``.
     Estimator: w itself (unbiased), variance 2(2b/ε)^2.
     """
 
@@ -255,6 +516,7 @@ class LaplaceRandomizer(Randomizer):
     bound: float
     kind: ClassVar[str] = "laplace"
     continuous: ClassVar[bool] = True
+    auditable: ClassVar[bool] = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", require_epsilon(self.epsilon))
@@ -265,11 +527,12 @@ class LaplaceRandomizer(Randomizer):
         return 2.0 * self.bound / self.epsilon
 
     def sample(self, inputs: np.ndarray, randomness: UserRandomness) -> np.ndarray:
-        centred = randomness.uniform(0) - 0.5  # never exactly 0 on the (k+1/2)·2^-53 grid
+        centred = randomness.uniform(0) - 0.5  # never exactly 0: uniforms are odd multiples of 2^-53
         noise = -self.scale * np.sign(centred) * np.log1p(-2.0 * np.abs(centred))
         return np.asarray(inputs, dtype=np.float64) + noise
 
     def log_prob(self, u: np.ndarray | float, w: np.ndarray | float) -> np.ndarray:
+        """The declared density of the real-valued mechanism (not of the floats the sampler emits)."""
         return -math.log(2.0 * self.scale) - np.abs(np.asarray(w, dtype=np.float64) - np.asarray(u, dtype=np.float64)) / self.scale
 
     def input_domain(self) -> Interval:
@@ -282,27 +545,181 @@ class LaplaceRandomizer(Randomizer):
         return np.broadcast_to(2.0 * self.scale**2, np.shape(u)).astype(np.float64)
 
 
+# --- discrete Laplace: the noise table ---
+
+
+class _NoiseTable(NamedTuple):
+    """Integer cells G(z), z ∈ [−T, T], of the two-sided geometric noise (sum exactly 2^64)."""
+
+    a: float  # −ln α′ = ε(1 − η)/(2c)
+    alpha: float  # α′
+    window: int  # W
+    half_width: int  # T = W + c
+    cells: np.ndarray  # uint64, G(z) at index z + T
+    boundaries: np.ndarray  # uint64, cumulative sums of cells, the final 2^64 excluded (2T entries)
+    upper: np.ndarray  # uint64, U[d] = Σ_{z=d}^{T} G(z) for d = 0..T
+    lower: np.ndarray  # uint64, L[d] = Σ_{z=−T}^{−d} G(z) for d = 0..T
+    mean: float  # E[Z] under the table (≈ 0; the leftover makes it asymmetric by ≤ 2^-64·T²)
+    variance: float  # Var Z under the table
+
+
+def _end_error_factor(a: float, c: int) -> float:
+    """max over 0 ≤ j ≤ 2c of (j + 1)·α′^j: the end cells' summed floor errors relative to the
+    smallest end mass (the function is log-concave in j; its maximum is near j = 1/a − 1)."""
+    top = 2 * c
+    star = 1.0 / a - 1.0 if a > 0 else float(top)
+    candidates = {0, top, min(top, max(0, math.floor(star))), min(top, max(0, math.ceil(star)))}
+    return max((j + 1) * math.exp(-a * j) for j in candidates)
+
+
+@functools.lru_cache(maxsize=1024)
+def _dl_extension_or_none(epsilon: float, steps: int, slack: float, max_lambda: float, min_lambda: float, max_table: int) -> int | None:
+    c = steps
+    a = epsilon * (1.0 - slack) / (2 * c)
+    x = epsilon * slack / 4.0
+    if not x > 0 or not a > 0:
+        return None
+    ln64 = 64.0 * _LN2
+    ln_n0 = ln64 + math.log(math.tanh(a / 2.0))
+    end_factor = _end_error_factor(a, c)
+    t_interior = math.floor((ln_n0 - math.log(1.01 / x)) / a) + 1
+    t_end = math.floor((ln64 - math.log1p(math.exp(-a)) - math.log(1.01 * end_factor / x)) / a)
+    e = min(math.floor(max_lambda * 2 * c / epsilon), t_interior - 2 * c, t_end - 2 * c, max_table - 2 * c)
+
+    def ok(e: int) -> bool:
+        t = 2 * c + e
+        n_int = math.exp(ln_n0 - a * (t - 1))
+        n_end = math.exp(ln64 - a * t - math.log1p(math.exp(-a)))
+        return 1.01 / n_int <= x and 1.01 * end_factor / n_end <= x
+
+    while e >= 1 and not ok(e):  # guards the closed forms against float rounding
+        e -= 1
+    if e < 1 or e * epsilon / (2 * c) < min_lambda:
+        return None
+    return e
+
+
+def dl_window_extension(epsilon: float, steps: int, slack: float, max_lambda: float, min_lambda: float, max_table: int) -> int:
+    """e = W − c for discrete Laplace at (ε, c): the largest integer with λ = eε/(2c) ≤ max_lambda,
+    T = 2c + e ≤ max_table, and both exactness conditions (``DiscreteLaplaceRandomizer``):
+
+        interior:  1.01 / N(T − 1) ≤ εη/4,   N(z) = 2^64·tanh(a/2)·α′^|z|  (the ideal cell masses),
+        ends:      1.01 · max_{0≤j≤2c} (j+1)α′^j / N_end ≤ εη/4,   N_end = 2^64·α′^T/(1 + α′).
+
+    Raises ParameterError when the largest such e gives λ < min_lambda (or e < 1)."""
+    e = _dl_extension_or_none(epsilon, steps, slack, max_lambda, min_lambda, max_table)
+    if e is None:
+        good = [2**p for p in range(21) if _dl_extension_or_none(epsilon, 2**p, slack, max_lambda, min_lambda, max_table) is not None]
+        hint = (
+            "no steps works at this ε (use pm_rr)"
+            if not good
+            else f"steps from {good[0]} to {good[-1]} work at this ε" if len(good) > 1 else f"steps={good[0]} works at this ε"
+        )
+        raise ParameterError(
+            f"discrete_laplace cannot be made exact at ε={epsilon:g} with steps={steps}: its report window "
+            f"would reach fewer than {min_lambda:g} noise scales 2b/ε past ±b within 64-bit cells and a noise table "
+            f"of ≤ {max_table} cells per side; {hint}"
+        )
+    return e
+
+
+@functools.lru_cache(maxsize=4)  # up to ~50 MB each at the 2^20 cap
+def _noise_table(epsilon: float, steps: int, slack: float, extension: int) -> _NoiseTable:
+    """The integer cells: G(z) = ⌊2^64·π′(z)⌋ for |z| < T, G(±T) = ⌊2^64·α′^T/(1+α′)⌋ (the tail
+    beyond ±T, inclusive), π′(z) = tanh(a/2)·α′^|z|; the leftover L = 2^64 − ΣG (0 ≤ L ≤ 2T+1)
+    is given out as +1 to the L cells nearest 0 (z = 0, 1, −1, 2, ...), so every cell is within 1
+    of its ideal mass (lumping up to 2T + 1 onto G(0) would break the slack at small ε).
+
+    π′(z) is computed in 128-bit fixed point (v_{z+1} = ⌊v_z·⌊α′·2^128⌋/2^128⌋ from 80-digit
+    Decimal constants): after ≤ 2^20 steps the absolute error on 2^64·π′(z) is < 2^-32.
+    """
+    c = steps
+    t = 2 * c + extension
+    p = 128
+    with localcontext() as ctx:
+        ctx.prec = _DECIMAL_PREC
+        a = Decimal(epsilon) * (1 - Decimal(slack)) / (2 * c)
+        alpha = (-a).exp()
+        ctx.rounding = ROUND_FLOOR
+        rho = int((alpha * (1 << p)).to_integral_value(ROUND_FLOOR))
+        v = int(((1 - alpha) / (1 + alpha) * (1 << (64 + p))).to_integral_value(ROUND_FLOOR))
+        tail = int(((-a * t).exp() / (1 + alpha) * TWO64).to_integral_value(ROUND_FLOOR))
+    half = [0] * (t + 1)
+    for z in range(t):
+        half[z] = v >> p
+        v = (v * rho) >> p
+    half[t] = tail
+    full = half[:0:-1] + half  # z = −T..T
+    leftover = TWO64 - sum(full)
+    if not 0 <= leftover <= 2 * t + 1:  # pragma: no cover - guarded by the error analysis
+        raise AssertionError(f"discrete_laplace table: leftover {leftover} outside [0, {2 * t + 1}]")
+    order = np.empty(2 * t + 1, dtype=np.int64)
+    order[0] = t
+    order[1::2] = t + np.arange(1, t + 1)
+    order[2::2] = t - np.arange(1, t + 1)
+    cells = np.array(full, dtype=np.uint64)
+    cells[order[:leftover]] += np.uint64(1)
+    boundaries = np.cumsum(cells[:-1], dtype=np.uint64)
+    upper = np.cumsum(cells[t:][::-1], dtype=np.uint64)[::-1].copy()
+    lower = np.cumsum(cells[: t + 1], dtype=np.uint64)[::-1].copy()
+    z = np.arange(-t, t + 1, dtype=np.float64)
+    prob = cells.astype(np.float64) / 2.0**64
+    mean = float((z * prob).sum())
+    return _NoiseTable(float(a), float(alpha), c + extension, t, cells, boundaries, upper, lower, mean, float((z**2 * prob).sum() - mean**2))
+
+
+def _sliding(x: np.ndarray, width: int, op: np.ufunc) -> np.ndarray:
+    """op (np.maximum / np.minimum) over every window x[i : i + width] (van Herk / Gil–Werman, O(n))."""
+    n = len(x)
+    if width == 1:
+        return x.copy()
+    pad = np.uint64(0) if op is np.maximum else _U64_MAX
+    blocks = -(-n // width)
+    padded = np.full(blocks * width, pad, dtype=x.dtype)
+    padded[:n] = x
+    grid = padded.reshape(blocks, width)
+    prefix = op.accumulate(grid, axis=1).ravel()
+    suffix = op.accumulate(grid[:, ::-1], axis=1)[:, ::-1].ravel()
+    i = np.arange(n - width + 1)
+    return op(suffix[i], prefix[i + width - 1])
+
+
 @dataclass(frozen=True)
 class DiscreteLaplaceRandomizer(Randomizer):
-    """Laplace on a grid, with every output probability exact: the floating-point-safe version
-    of Claim 4.1 (Mironov 2012; Canonne, Kamath & Steinke 2020; Google's and OpenDP's practice).
+    """Laplace on a grid with every report probability an exact integer/2^117: Claim 4.1 made
+    floating-point safe (Mironov 2012; Canonne, Kamath & Steinke 2020; KLNRS Claim 4.1).
 
-    For u ∈ [−b, b], grid step r = b/c with c = ``steps`` (a power of two, ≈ 32ε by default, so
-    r ≈ 1/64 of the noise scale 2b/ε):
+    For u ∈ [−b, b], grid step r = b/c with c = ``steps`` (a power of two, default ≈ 32ε):
 
-    1. randomized rounding: k = ⌊u/r⌋ + Bernoulli(frac(u/r)), so E[r·k] = u and |k| ≤ c;
-    2. noise: Z two-sided geometric, Pr[Z = z] = (1−α)/(1+α)·α^|z| with α = e^{−ε/(2c)};
-    3. report w = r·clamp(k + Z, −W, W), W = c + ⌈20·2c/ε⌉ (clamping is post-processing).
+    1. randomized rounding: u/r = k0 + f, k = k0 + 1[X53 < F], F = round(f·2^53), X53 the top 53
+       bits of draw 0, so k ∈ [−c, c] and E[r·k] = u up to r·2^-54;
+    2. noise Z ∈ [−T, T] from a finite integer table (``_noise_table``): one 64-bit draw X
+       (draw 1) lands in cell z of sizes G(z) summing to exactly 2^64 (np.searchsorted on the
+       uint64 boundaries), G ≈ 2^64·π′ with π′ the two-sided geometric of ratio
+       α′ = e^{−ε(1−η)/(2c)}, η = 2^-12; the end cells ±T hold the tails beyond them;
+    3. report w = r·clamp(k + Z, −W, W), T = W + c, W = c + e, e = ``dl_window_extension``.
 
-    Privacy: for any k, k′ ∈ [−c, c] and every m ∈ [−W, W], Pr[m | k]/Pr[m | k′] ≤ α^{−|k−k′|} ≤ e^ε
-    (interior: the geometric ratio; the two ends: tails α^{W∓k}/(1+α)), and a mixture over k
-    (step 1) cannot exceed its worst component; b on the grid makes the bound tight at u = ±b.
-    The report set {r·m : |m| ≤ W} is the same for every input, and the sampler
-    (G = ⌊ln U / ln α⌋ per geometric) reaches every point of it: |Z| up to 37/(−ln α) ≥
-    2c + 20·2c/ε while ε ≤ 16. So unlike float Laplace, no report reveals which inputs could
-    have produced it.
+    Exactness. For k, k′ ∈ [−c, c] and every m ∈ [−W, W], Pr[m | k] is G(m − k) for |m| < W
+    (|m − k| ≤ T − 1) and a sum S(d) = Σ_{z ≥ d} G(z), d = W ∓ k ∈ [T − 2c, T], at m = ±W. The ideal
+    masses have ratio ≤ α′^{−2c} = e^{ε(1−η)} (interior: the geometric ratio; ends: tails
+    α′^d/(1+α′)). Each realized cell is within 1(+2^-32) of its ideal mass N(z), so an interior
+    ratio is at most e^{ε(1−η)}·(1+x)/(1−x) with x = 1.01/N(T−1), and an end ratio with
+    x = 1.01·max_j (j+1)α′^j / N_end (j + 1 cells summed, j ≤ 2c). The window is chosen so that
+    x ≤ εη/4, hence (1+x)/(1−x) ≤ 1 + 4x ≤ e^{εη} and every realized ratio is ≤ e^ε. Step 1
+    is a mixture over k ∈ {k0, k0+1}, and a mixture's ratio never exceeds its worst component's,
+    so rounding F only moves the bias. ``ldp.core.audit.verify_exact`` confirms all of this from
+    the integers. The realized loss is ≈ ε(1 − η) — tight within 2^-12 relative.
 
-    Estimator: w, unbiased up to the clamped tail (mass ≤ e^−20 ≈ 2·10^−9 per side).
+    Window: e is the largest integer with λ = eε/(2c) ≤ 20 meeting both conditions and
+    T ≤ 2^20 cells per side (memory and build time a client must spend); (ε, steps) for which
+    λ < 8 are refused in ``__post_init__`` with a ParameterError (before any charge): that is ε
+    below ≈ 2^-16 at steps = 1, steps ≳ 2^12·ε for small ε (table size), and steps = 1 at ε > 15.
+    The default steps is always accepted for ε ∈ [2^-16, 16]. ε > 16 is refused (64-bit cells
+    cannot hold a useful window there).
+
+    Clamp bias (``clamp_bias_bound``): |E[w] − u| ≤ r·(α′^{W−c+1}/(1 − α′²) + 2(T+1)²/2^64 + 2^-54)
+    ≈ (b/ε)·e^{−λ}: ≤ 2·10^-9·b/ε at λ = 20, ≤ 3.4·10^-4·b/ε at λ = 8.
+    Estimator: w. Variance: r²(f(1−f) + Var Z) (clamping only shrinks it).
     """
 
     epsilon: float
@@ -311,17 +728,30 @@ class DiscreteLaplaceRandomizer(Randomizer):
     kind: ClassVar[str] = "discrete_laplace"
 
     MAX_EPSILON: ClassVar[float] = 16.0
+    SLACK: ClassVar[float] = 2.0**-12  # η
+    MAX_LAMBDA: ClassVar[float] = 20.0
+    MIN_LAMBDA: ClassVar[float] = 8.0
+    MAX_TABLE: ClassVar[int] = 2**20  # T ≤ this
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", require_epsilon(self.epsilon))
         object.__setattr__(self, "bound", require_positive_finite("bound b", self.bound))
         if self.epsilon > self.MAX_EPSILON:
-            raise ParameterError(f"discrete_laplace supports ε ≤ {self.MAX_EPSILON:g} (its sampler must reach its whole report window); got ε = {self.epsilon!r}")
+            raise ParameterError(f"discrete_laplace supports ε ≤ {self.MAX_EPSILON:g} (64-bit noise cells cannot hold its report window beyond); got ε = {self.epsilon!r}")
         if self.steps is None:
             object.__setattr__(self, "steps", 2 ** min(20, max(0, round(math.log2(32.0 * self.epsilon)))))
         c = self.steps
         if isinstance(c, bool) or not isinstance(c, (int, np.integer)) or not 1 <= c <= 2**20 or c & (c - 1):
             raise ParameterError(f"discrete_laplace: steps must be a power of two in [1, 2^20], got {c!r}")
+        object.__setattr__(self, "steps", int(c))
+        self._table  # noqa: B018  (refuses (ε, steps) that cannot be made exact, before any charge)
+
+    def _extension(self) -> int:
+        return dl_window_extension(self.epsilon, self.steps, self.SLACK, self.MAX_LAMBDA, self.MIN_LAMBDA, self.MAX_TABLE)  # type: ignore[arg-type]
+
+    @property
+    def _table(self) -> _NoiseTable:
+        return _noise_table(self.epsilon, self.steps, self.SLACK, self._extension())  # type: ignore[arg-type]
 
     @property
     def grid(self) -> float:
@@ -330,73 +760,181 @@ class DiscreteLaplaceRandomizer(Randomizer):
 
     @property
     def alpha(self) -> float:
-        return math.exp(-self.epsilon / (2 * self.steps))  # type: ignore[operator]
+        """α′ = e^{−ε(1−η)/(2c)}: the noise table's geometric ratio."""
+        return self._table.alpha
 
     @property
     def window(self) -> int:
         """W: reports are r·m for integers |m| ≤ W."""
-        return self.steps + math.ceil(20.0 * 2 * self.steps / self.epsilon)  # type: ignore[operator]
+        return self._table.window
+
+    @property
+    def table_half_width(self) -> int:
+        """T = W + c: the noise table covers z ∈ [−T, T]."""
+        return self._table.half_width
+
+    @property
+    def tail_lambda(self) -> float:
+        """λ = (W − c)·ε/(2c): how many noise scales 2b/ε the window reaches past ±b."""
+        return (self.window - self.steps) * self.epsilon / (2 * self.steps)  # type: ignore[operator]
+
+    @property
+    def noise_scale(self) -> float:
+        """r/a = 2b/(ε(1−η)): the Laplace scale whose MGF dominates r·Z's."""
+        return self.grid / self._table.a
+
+    @property
+    def clamp_probability_bound(self) -> float:
+        """An upper bound on Pr[k + Z > W − 1 + 1] (clamped at the top, any input; the bottom is the
+        same): α′^{W−c+1}/(1+α′) plus the table's cell errors (T + 1)·1.01/2^64."""
+        a, t = self._table.a, self.table_half_width
+        return math.exp(-a * (self.window - self.steps + 1)) / (1.0 + self.alpha) + (t + 1) * 1.01 / 2.0**64  # type: ignore[operator]
+
+    @property
+    def clamp_bias_bound(self) -> float:
+        """|E[w] − u| ≤ r·(α′^{W−c+1}/(1−α′²) + 2(T+1)²/2^64 + 2^-54): clamping, the table's cell
+        errors (at most 1.01 per cell, over |z| ≤ T) and the 2^-53 rounding of F."""
+        a, t = self._table.a, self.table_half_width
+        overshoot = math.exp(-a * (self.window - self.steps + 1)) / -math.expm1(-2.0 * a)  # type: ignore[operator]
+        return self.grid * (overshoot + 2.0 * (t + 1) ** 2 / 2.0**64 + 2.0**-54)
 
     def _rounding(self, u: np.ndarray | float) -> tuple[np.ndarray, np.ndarray]:
-        """(k0, f): u/r = k0 + f with 0 ≤ f < 1 (k0 clipped into [−c, c])."""
-        x = np.clip(np.asarray(u, dtype=np.float64) / self.grid, -self.steps, self.steps)  # type: ignore[operator]
-        k0 = np.minimum(np.floor(x), self.steps - 1)  # u = +b: k0 = c − 1 with f = 1, so k0 + 1 ≤ c
-        return k0, x - k0
+        """(k0, F): u/r = k0 + f, F = round(f·2^53) ∈ [0, 2^53]; k0 ∈ [−c, c−1]."""
+        c = self.steps
+        x = np.clip(np.nan_to_num(np.asarray(u, dtype=np.float64) / self.grid), -c, c)  # type: ignore[call-overload]
+        k0 = np.minimum(np.floor(x), c - 1)  # type: ignore[operator]  # u = +b: k0 = c − 1, f = 1
+        f = x - k0
+        return k0.astype(np.int64), np.rint(f * 2.0**53).astype(np.int64)
 
-    def _log_pmf_given_k(self, k: np.ndarray, m: np.ndarray) -> np.ndarray:
-        log_a = -self.epsilon / (2 * self.steps)  # type: ignore[operator]
-        W = self.window
-        interior = math.log1p(-self.alpha) - math.log1p(self.alpha) + np.abs(m - k) * log_a
-        upper = (W - k) * log_a - math.log1p(self.alpha)
-        lower = (W + k) * log_a - math.log1p(self.alpha)
-        return np.where(m >= W, upper, np.where(m <= -W, lower, interior))
+    def _pmk(self, k: np.ndarray, m: np.ndarray) -> np.ndarray:
+        """Pr[m | k]·2^64 (uint64) for k ∈ [−c, c], m ∈ [−W, W], broadcast."""
+        t = self._table
+        w_, h = t.window, t.half_width
+        k = np.asarray(k, dtype=np.int64)
+        m = np.asarray(m, dtype=np.int64)
+        interior = t.cells[np.clip(m - k + h, 0, 2 * h)]
+        up = t.upper[np.clip(w_ - k, 0, h)]
+        low = t.lower[np.clip(w_ + k, 0, h)]
+        return np.where(m >= w_, up, np.where(m <= -w_, low, interior))
 
     def sample(self, inputs: np.ndarray, randomness: UserRandomness) -> np.ndarray:
-        k0, f = self._rounding(inputs)
-        k = k0 + (randomness.uniform(0) < f)
-        log_a = math.log(self.alpha)
-        g1 = np.floor(np.log(randomness.uniform(1)) / log_a)
-        g2 = np.floor(np.log(randomness.uniform(2)) / log_a)
-        m = np.clip(k + g1 - g2, -self.window, self.window)
-        return m * self.grid  # exact: integers times a power of two
+        t = self._table
+        k0, f53 = self._rounding(inputs)
+        x53 = (randomness.bits(0) >> _S11).astype(np.int64)
+        k = k0 + (x53 < f53)
+        z = np.searchsorted(t.boundaries, np.asarray(randomness.bits(1), dtype=np.uint64), side="right").astype(np.int64) - t.half_width
+        m = np.clip(k + z, -t.window, t.window)
+        return m * self.grid
 
     def log_prob(self, u: np.ndarray | float, w: np.ndarray | float) -> np.ndarray:
-        k0, f = self._rounding(u)
-        m = np.rint(np.asarray(w, dtype=np.float64) / self.grid)  # type: ignore[operator]
-        on_grid = (np.abs(m) <= self.window) & (m * self.grid == np.asarray(w, dtype=np.float64))
-        low = self._log_pmf_given_k(k0, m)
-        high = self._log_pmf_given_k(k0 + 1, m)
+        """log of the realized ((2^53 − F)·Pr[m|k0] + F·Pr[m|k0+1]) / 2^117 (−inf off the grid)."""
+        k0, f53 = self._rounding(u)
+        w = np.asarray(w, dtype=np.float64)
+        m = np.rint(w / self.grid)
+        on_grid = (np.abs(m) <= self.window) & (m * self.grid == w)
+        m = np.where(on_grid, m, 0).astype(np.int64)
+        p0 = self._pmk(k0, m).astype(np.float64)
+        p1 = self._pmk(np.minimum(k0 + 1, self.steps), m).astype(np.float64)  # type: ignore[call-overload]
+        f = f53.astype(np.float64)
         with np.errstate(divide="ignore"):
-            mixed = np.logaddexp(np.log1p(-f) + low, np.log(f) + high)
-        return np.where(on_grid, mixed, -np.inf)
+            logp = np.log((2.0**53 - f) * p0 + f * p1) - 117 * _LN2
+        return np.where(on_grid, logp, -np.inf)
 
-    def input_domain(self) -> np.ndarray:
-        """Every grid point of [−b, b] and every midpoint: the loss is a mixture of grid-point
-        losses, so these (the end points of each mixing segment, and one interior point each)
-        contain the worst case."""
-        c = self.steps
-        return np.arange(-2 * c, 2 * c + 1) * (self.grid / 2)  # type: ignore[operator]
+    def input_domain(self) -> Interval:
+        return Interval(-self.bound, self.bound)
 
     def output_domain(self) -> np.ndarray:
-        return np.arange(-self.window, self.window + 1) * self.grid  # type: ignore[operator]
+        return np.arange(-self.window, self.window + 1) * self.grid
+
+    def audit_inputs(self) -> np.ndarray:
+        """The grid points k·r, k ∈ [−c, c]: every input's distribution is a mixture of two of these."""
+        return np.arange(-self.steps, self.steps + 1) * self.grid  # type: ignore[operator]
+
+    def consistency_inputs(self, count: int) -> np.ndarray:
+        """Points between grid points first (so that draw 0 matters), both ends, 0."""
+        c, r, b = self.steps, self.grid, self.bound
+        pts = [-b + 0.5 * r, b, -b, b - r / 3.0, 0.0, 0.3 * r, (c // 2 + 0.75) * r, -(c // 3 + 0.125) * r]  # type: ignore[operator]
+        return np.clip(np.array(pts[: max(1, count)], dtype=np.float64), -b, b)
+
+    def realized(self, inputs: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+        """Masses over 2^64 (uint64) when every input is a grid point, else over 2^117 (Python ints)."""
+        u = np.asarray(inputs, dtype=np.float64).ravel()
+        k0, f53 = self._rounding(u)
+        ms = np.arange(-self.window, self.window + 1)
+        outputs = ms * self.grid
+        if np.all((f53 == 0) | (f53 == TWO53)):
+            return outputs, self._pmk((k0 + (f53 == TWO53))[:, None], ms[None, :]), TWO64
+        p0 = self._pmk(k0[:, None], ms[None, :]).astype(object)
+        p1 = self._pmk(np.minimum(k0 + 1, self.steps)[:, None], ms[None, :]).astype(object)  # type: ignore[call-overload]
+        f = f53.astype(object)[:, None]
+        return outputs, (TWO53 - f) * p0 + f * p1, TWO53 * TWO64
+
+    def draw_cells(self, u: float) -> list[np.ndarray]:
+        _, f53 = self._rounding(np.array([u]))
+        f = int(f53[0])
+        first = [0] if f in (0, TWO53) else [0, f << 11]
+        return [np.array(first, dtype=np.uint64), np.concatenate([[np.uint64(0)], self._table.boundaries]).astype(np.uint64)]
+
+    def realized_extremes(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+        """Per output m, the max and min of Pr[m | k]·2^64 over k ∈ [−c, c], in O(T): interior
+        m sees the window G[m−c .. m+c] (sliding max/min), the ends the suffix sums S(W−c .. W+c)."""
+        t = self._table
+        c, w_, h = self.steps, t.window, t.half_width
+        size = 2 * c + 1  # type: ignore[operator]
+        hi_window = _sliding(t.cells, size, np.maximum)  # index i: cells[i .. i + 2c]
+        lo_window = _sliding(t.cells, size, np.minimum)
+        ms = np.arange(-w_ + 1, w_)
+        start = ms - c + h  # type: ignore[operator]
+        hi = np.empty(2 * w_ + 1, dtype=np.uint64)
+        lo = np.empty(2 * w_ + 1, dtype=np.uint64)
+        hi[1:-1], lo[1:-1] = hi_window[start], lo_window[start]
+        top = t.upper[w_ - c : w_ + c + 1]  # type: ignore[operator]
+        bottom = t.lower[w_ - c : w_ + c + 1]  # type: ignore[operator]
+        hi[-1], lo[-1], hi[0], lo[0] = top.max(), top.min(), bottom.max(), bottom.min()
+        return self.audit_inputs(), self.output_domain(), hi, lo, TWO64
+
+    def realized_column(self, inputs: np.ndarray, j: int) -> np.ndarray:
+        k0, f53 = self._rounding(inputs)
+        return self._pmk(k0 + (f53 == TWO53), np.int64(j - self.window))
 
     def estimate(self, reports: np.ndarray) -> np.ndarray:
         return np.asarray(reports, dtype=np.float64)
 
     def variance(self, u: np.ndarray | float) -> np.ndarray:
-        """r²(f(1−f) + 2α/(1−α)²), ignoring the clamped tail."""
-        _, f = self._rounding(u)
-        a = self.alpha
-        return self.grid**2 * (f * (1 - f) + 2 * a / (1 - a) ** 2)
+        """r²(f(1−f) + Var Z), Var Z of the table, ignoring the clamped tail."""
+        k0, f53 = self._rounding(u)
+        f = f53 / 2.0**53
+        return self.grid**2 * (f * (1 - f) + self._table.variance)
+
+
+# --- ±b randomized response ---
+
+
+@functools.lru_cache(maxsize=4096)
+def _pm_thresholds(epsilon: float) -> tuple[int, int]:
+    """(T_lo, T_hi): T_lo = ⌈2^53/(e^ε + 1)⌉ (``ceil_share``), T_hi = 2^53 − T_lo, so T_hi/T_lo ≤ e^ε."""
+    t_lo = ceil_share(TWO53, epsilon, 2)
+    t_hi = TWO53 - t_lo
+    if t_hi <= t_lo:
+        raise ParameterError(f"pm_rr at ε={epsilon:g} is below the 2^-53 resolution of its draws")
+    return t_lo, t_hi
 
 
 @dataclass(frozen=True)
 class PlusMinusRandomizedResponse(Randomizer):
-    """±b randomized response for u ∈ [−b, b] (Duchi, Jordan & Wainwright 2013).
+    """±b randomized response for u ∈ [−b, b] (Duchi, Jordan & Wainwright 2013), exact on the
+    53-bit grid.
 
-    Output ±B with B = b(e^ε+1)/(e^ε−1); Pr[+B | u] = 1/2 + u(e^ε−1)/(2b(e^ε+1)).
-    Privacy: the probabilities range over [1/(e^ε+1), e^ε/(e^ε+1)], so every ratio ≤ e^ε.
-    Unbiased: E[w] = u; variance B^2 − u^2 ≤ B^2 (bounded reports, sub-Gaussian averages).
+    X53 = bits(0) >> 11 is uniform on [0, 2^53). Report +M if X53 < T(u), else −M, with
+    T(u) = clip(T_lo + ⌊frac(u)·(T_hi − T_lo) + 1/2⌋, T_lo, T_hi), frac(u) = (u + b)/(2b),
+    T_lo = ⌈2^53/(e^ε+1)⌉, T_hi = 2^53 − T_lo, and M = b·2^53/(T_hi − T_lo).
+    Privacy: every Pr[+M | u] = T(u)/2^53 and Pr[−M | u] = (2^53 − T(u))/2^53 lies in
+    [T_lo, T_hi]/2^53 by the clip (float arithmetic on integers < 2^53 is exact), so every
+    ratio is ≤ T_hi/T_lo ≤ e^ε exactly (``ceil_share``), at every ε: M never overflows (at
+    ε ≥ 36.8, T_lo = 1 and the realized loss is ln(2^53 − 1) ≈ 36.7 < ε).
+    Unbiased: E[w] = M·(2T(u) − 2^53)/2^53 = u up to 3M·2^-53 (T(u) is within 1.5 of
+    T_lo + frac(u)·(T_hi − T_lo), float rounding of frac included);
+    variance M² − E[w]² ≤ M² (bounded reports, sub-Gaussian averages).
     """
 
     epsilon: float
@@ -406,24 +944,37 @@ class PlusMinusRandomizedResponse(Randomizer):
     def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", require_epsilon(self.epsilon))
         object.__setattr__(self, "bound", require_positive_finite("bound b", self.bound))
+        _pm_thresholds(self.epsilon)
+
+    @property
+    def thresholds(self) -> tuple[int, int]:
+        """(T_lo, T_hi) on the 2^53 grid."""
+        return _pm_thresholds(self.epsilon)
 
     @property
     def magnitude(self) -> float:
-        """B = b(e^ε+1)/(e^ε−1), written with expm1 for small ε."""
-        return self.bound * (math.expm1(self.epsilon) + 2.0) / math.expm1(self.epsilon)
+        """M = b·2^53/(T_hi − T_lo) ≈ b(e^ε+1)/(e^ε−1)."""
+        t_lo, t_hi = self.thresholds
+        return self.bound * 2.0**53 / (t_hi - t_lo)
 
-    def _p_plus(self, u: np.ndarray | float) -> np.ndarray:
-        return 0.5 + np.asarray(u, dtype=np.float64) / (2.0 * self.magnitude)
+    def _threshold(self, u: np.ndarray | float) -> np.ndarray:
+        """T(u) ∈ [T_lo, T_hi] (int64): Pr[+M | u] = T(u)/2^53."""
+        t_lo, t_hi = self.thresholds
+        b = self.bound
+        x = np.clip(np.nan_to_num(np.asarray(u, dtype=np.float64)), -b, b)
+        frac = (x + b) / (2.0 * b)
+        t = t_lo + np.floor(frac * float(t_hi - t_lo) + 0.5)
+        return np.clip(t, t_lo, t_hi).astype(np.int64)
 
     def sample(self, inputs: np.ndarray, randomness: UserRandomness) -> np.ndarray:
-        u = np.clip(np.asarray(inputs, dtype=np.float64), -self.bound, self.bound)
-        plus = randomness.uniform(0) < self._p_plus(u)
+        plus = (randomness.bits(0) >> _S11).astype(np.int64) < self._threshold(inputs)
         return np.where(plus, self.magnitude, -self.magnitude)
 
     def log_prob(self, u: np.ndarray | float, w: np.ndarray | float) -> np.ndarray:
-        p = self._p_plus(u)
+        t = self._threshold(u).astype(np.float64)
         w = np.asarray(w, dtype=np.float64)
-        return np.where(w > 0, np.log(p), np.log1p(-p))
+        with np.errstate(divide="ignore"):
+            return np.where(w > 0, np.log(t), np.log(2.0**53 - t)) - 53 * _LN2
 
     def input_domain(self) -> Interval:
         return Interval(-self.bound, self.bound)
@@ -431,20 +982,44 @@ class PlusMinusRandomizedResponse(Randomizer):
     def output_domain(self) -> np.ndarray:
         return np.array([-self.magnitude, self.magnitude])
 
+    def audit_inputs(self) -> np.ndarray:
+        """A grid with both ends and their neighbours: T(u) is non-decreasing in u (every step is
+        monotone), so its extremes over [−b, b] are at u = ±b."""
+        b = self.bound
+        grid = np.linspace(-b, b, 129)
+        return np.unique(np.concatenate([grid, [np.nextafter(-b, 0.0), np.nextafter(b, 0.0)]]))
+
+    def consistency_inputs(self, count: int) -> np.ndarray:
+        b = self.bound
+        return np.array([-b, b, 0.0, 0.3 * b, -0.77 * b, b / 3.0, np.nextafter(b, 0.0), -b / 7.0][: max(1, count)])
+
+    def realized(self, inputs: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+        t = self._threshold(np.asarray(inputs, dtype=np.float64).ravel())
+        return self.output_domain(), np.stack([TWO53 - t, t], axis=1).astype(np.uint64), TWO53
+
+    def draw_cells(self, u: float) -> list[np.ndarray]:
+        t = int(self._threshold(u))
+        return [np.array([0] if t in (0, TWO53) else [0, t << 11], dtype=np.uint64)]
+
     def estimate(self, reports: np.ndarray) -> np.ndarray:
         return np.asarray(reports, dtype=np.float64)
 
     def variance(self, u: np.ndarray | float) -> np.ndarray:
-        return self.magnitude**2 - np.asarray(u, dtype=np.float64) ** 2
+        t = self._threshold(u).astype(np.float64)
+        mean = self.magnitude * (2.0 * t - 2.0**53) / 2.0**53
+        return self.magnitude**2 - mean**2
 
 
 @dataclass(frozen=True)
 class RecordRandomizedResponse(Randomizer):
-    """Every column j of the record through k_j-ary RR with ε/width (basic composition).
+    """Every column j of the record through exact k_j-ary RR with ε/width (basic composition).
 
-    Input and output: rows of ``width`` integers, column j in {low_j, low_j+step_j, ..., high_j}. Privacy: a record
-    pair differs in at most all columns, each contributing ≤ ε/width (KLNRS Claim 2.1), so the
-    total log-ratio is ≤ ε. ``log_prob`` sums the per-column log-probabilities.
+    Input and output: rows of ``width`` integers, column j in {low_j, low_j+step_j, ..., high_j}.
+    Column j reads draw j only (one 64-bit word) and uses ``rr_cells`` at the exact rational
+    ε/width (a Fraction, rounded *down* to 80 digits — the float ε/width can round up), so the
+    product of the column ratios, the record's privacy loss, is ≤ e^{width·ε/width} = e^ε exactly.
+    ``log_prob`` sums the realized per-column log-probabilities; ``factors()`` gives the columns
+    (a product mechanism: the audit multiplies the per-column worst ratios).
     """
 
     epsilon: float
@@ -464,14 +1039,35 @@ class RecordRandomizedResponse(Randomizer):
             object.__setattr__(self, "step", (1,) * len(self.low))
         if len(self.step) != len(self.low) or any(s < 1 or (h - lo) % s for lo, h, s in zip(self.low, self.high, self.step)):  # type: ignore[arg-type]
             raise ParameterError("record_rr: every column needs a step ≥ 1 that divides high − low")
+        self.column_cells  # noqa: B018  (validates)
 
     @property
     def width(self) -> int:
         return len(self.low)
 
     @property
+    def input_width(self) -> int:
+        return self.width
+
+    @property
     def column_epsilon(self) -> float:
+        """ε/width as a float (for display; the cells use ``exact_column_epsilon``)."""
         return self.epsilon / self.width
+
+    @property
+    def exact_column_epsilon(self) -> Fraction:
+        return Fraction(self.epsilon) / self.width
+
+    @property
+    def column_cells(self) -> list[tuple[int, int]]:
+        """(A_j, B_j) per column."""
+        eps = self.exact_column_epsilon
+        return [rr_cells(eps, int(k)) for k in self._k()]
+
+    def column_probabilities(self, column: int) -> tuple[float, float]:
+        """Realized (p, q) of one column: keep A/2^64, each other value B/2^64."""
+        a, b = self.column_cells[column]
+        return a / TWO64, b / TWO64
 
     def _k(self) -> np.ndarray:
         return (np.asarray(self.high, dtype=np.int64) - np.asarray(self.low, dtype=np.int64)) // self._step() + 1
@@ -482,27 +1078,36 @@ class RecordRandomizedResponse(Randomizer):
     def column_values(self, column: int) -> np.ndarray:
         return np.arange(self.low[column], self.high[column] + 1, self._step()[column])
 
+    def check_inputs(self, values: np.ndarray) -> np.ndarray:
+        x = np.asarray(values)
+        if x.ndim != 2 or x.shape[1] != self.width:
+            raise ParameterError(f"record_rr takes records of width {self.width}; got an array of shape {x.shape}")
+        xf = x.astype(np.float64)
+        low, high, step = (np.asarray(v, dtype=np.float64) for v in (self.low, self.high, self._step()))
+        with np.errstate(invalid="ignore"):
+            ok = np.isfinite(xf) & (xf >= low) & (xf <= high) & (np.mod(xf - low, step) == 0)
+        if not ok.all():
+            i, j = map(int, np.argwhere(~ok)[0])
+            raise ParameterError(
+                f"record_rr: column {j} value {x[i, j].item()!r} is not in {{{self.low[j]}, {self.low[j] + self._step()[j]}, ..., {self.high[j]}}}"
+            )
+        return x.astype(np.int64)
+
     def sample(self, inputs: np.ndarray, randomness: UserRandomness) -> np.ndarray:
         x = np.asarray(inputs, dtype=np.int64)
         low = np.asarray(self.low, dtype=np.int64)
         step = self._step()
-        k = self._k()
-        keep_p, _ = kary_rr_probabilities(self.column_epsilon, k)
         out = np.empty_like(x)
-        for j in range(self.width):  # two draws per column: keep?, which other value
-            keep = randomness.uniform(2 * j) < keep_p[j]
+        for j, (a, b) in enumerate(self.column_cells):  # one 64-bit draw per column
             idx = (x[:, j] - low[j]) // step[j]
-            other = np.minimum((randomness.uniform(2 * j + 1) * (k[j] - 1)).astype(np.int64), k[j] - 2)
-            other = other + (other >= idx)
-            out[:, j] = np.where(keep, idx, other) * step[j] + low[j]
+            out[:, j] = _rr_draw(idx, randomness.bits(j), a, b) * step[j] + low[j]
         return out.astype(self.report_dtype)
 
     def log_prob(self, u: np.ndarray | float, w: np.ndarray | float) -> np.ndarray:
-        u = np.asarray(u)
-        w = np.asarray(w)
-        k = self._k()
-        log_norm = np.log1p((k - 1) * math.exp(-self.column_epsilon))
-        per_column = np.where(u == w, -log_norm, -self.column_epsilon - log_norm)
+        cells = self.column_cells
+        keep = np.array([_rr_log(a) for a, _ in cells])
+        other = np.array([_rr_log(b) for _, b in cells])
+        per_column = np.where(np.asarray(u) == np.asarray(w), keep, other)
         return per_column.sum(axis=-1)
 
     def input_domain(self) -> np.ndarray:
@@ -515,13 +1120,17 @@ class RecordRandomizedResponse(Randomizer):
     def output_domain(self) -> np.ndarray:
         return self.input_domain()
 
+    def factors(self) -> list[Randomizer]:
+        """Column j as exact k_j-ary RR at ε/width (reading draw 0 where the record reads draw j)."""
+        eps = self.exact_column_epsilon
+        return [_ColumnRR(float(eps), tuple(self.column_values(j).tolist()), exact_epsilon=eps) for j in range(self.width)]
+
     def column_frequencies(self, reports: np.ndarray, column: int) -> np.ndarray:
         """Unbiased estimates of the fraction of users with each value of one column."""
-        k = int(self._k()[column])
-        p, q = kary_rr_probabilities(self.column_epsilon, k)
+        a, b = self.column_cells[column]
         values = self.column_values(column)
         counts = (np.asarray(reports)[:, column][:, None] == values[None, :]).mean(axis=0)
-        return (counts - q) / (p - q)
+        return (counts - b / TWO64) / ((a - b) / TWO64)
 
 
 # --- specs: what travels on the wire, and how a user builds what it runs ---
@@ -592,6 +1201,8 @@ _BUILDERS = {
     "pm_rr": _build_pm,
     "record_rr": _build_record,
 }
+_RECORD_KINDS = frozenset({"record_rr"})  # kinds whose input is a whole record (width = schema width)
+_UNAUDITED_KINDS = frozenset({"laplace"})
 
 
 def randomizer_kinds() -> list[str]:
@@ -603,7 +1214,10 @@ class LocalRandomizer:
     """R = randomizer ∘ query: the ε-local randomizer a user runs on its own record.
 
     Built and validated on the user's side from a ``RandomizerSpec``; ``epsilon`` is the
-    randomizer's declared ε, which is what the user's ledger charges.
+    randomizer's declared ε, which is what the user's ledger charges. Use it in two steps so
+    nothing is charged for a report that cannot be made: ``inputs(records)`` evaluates the query
+    and checks every value (may raise ParameterError), then, after charging the users whose
+    inputs were accepted, ``sample(inputs, randomness)`` (never raises on checked inputs).
     """
 
     spec: RandomizerSpec
@@ -611,15 +1225,40 @@ class LocalRandomizer:
     randomizer: Randomizer
 
     @classmethod
-    def build(cls, spec: RandomizerSpec, schema: Schema) -> "LocalRandomizer":
+    def build(cls, spec: RandomizerSpec, schema: Schema, *, allow_unaudited: bool = False) -> "LocalRandomizer":
+        """Validate a spec against a schema. Refuses (ParameterError): a kind whose sampler is
+        not auditable (float ``laplace``) unless ``allow_unaudited`` (in-process paper-fidelity
+        demonstrations only — never for requests from an aggregator); a query whose width is not
+        the randomizer's input width; a finite query with values outside a finite randomizer's
+        domain."""
         epsilon = require_epsilon(spec.epsilon)
         try:
             builder = _BUILDERS[spec.kind]
         except KeyError:
             raise UnknownKindError(f"unknown randomizer kind {spec.kind!r}; registered kinds are {randomizer_kinds()}") from None
+        if spec.kind in _UNAUDITED_KINDS and not allow_unaudited:
+            raise ParameterError(
+                f"randomizer {spec.kind!r} is not auditable: float Laplace is kept in process for paper fidelity "
+                "(open to Mironov's attack); request 'discrete_laplace'"
+            )
         query = make_query(spec.query, schema)
+        if spec.kind not in _RECORD_KINDS and query.width != 1:
+            raise ParameterError(f"randomizer {spec.kind!r} takes scalar inputs (width 1); query {spec.query.name!r} has width {query.width}")
         spec = RandomizerSpec(spec.kind, spec.query, epsilon, spec.params)
-        return cls(spec, query, builder(spec, query))
+        randomizer = builder(spec, query)
+        if not randomizer.auditable and not allow_unaudited:  # a subclass registered later
+            raise ParameterError(f"randomizer {spec.kind!r} is not auditable; it can only run in process with allow_unaudited=True")
+        if randomizer.input_width != query.width:
+            raise ParameterError(
+                f"randomizer {spec.kind!r} takes inputs of width {randomizer.input_width}; query {spec.query.name!r} has width {query.width}"
+            )
+        values = query.values() if randomizer.input_width == 1 else None
+        domain = randomizer.input_domain() if values is not None else None
+        if values is not None and isinstance(domain, np.ndarray):
+            outside = values[~np.isin(values, domain)]
+            if outside.size:
+                raise ParameterError(f"randomizer {spec.kind!r}: query {spec.query.name!r} can take {outside[0]!r}, which is not in its domain {domain.tolist()[:8]}")
+        return cls(spec, query, randomizer)
 
     @property
     def epsilon(self) -> float:
@@ -634,13 +1273,15 @@ class LocalRandomizer:
         return self.query.width
 
     def inputs(self, records: np.ndarray) -> np.ndarray:
-        """The randomizer's inputs g(z_i), clipped to [−b, b] for bounded-input randomizers:
-        privacy must not depend on the query keeping its word."""
-        values = self.query.evaluate(records)
-        if isinstance(self.randomizer, (LaplaceRandomizer, DiscreteLaplaceRandomizer, PlusMinusRandomizedResponse)):
-            values = np.clip(values, -self.randomizer.bound, self.randomizer.bound)
-        return values
+        """The randomizer's inputs g(z_i), checked by ``randomizer.check_inputs`` (a bad value is a
+        ParameterError naming it; bounded inputs are clipped to [−b, b]): privacy must not depend
+        on the query keeping its word. Call it for all users *before* charging any."""
+        return self.randomizer.check_inputs(self.query.evaluate(records))
+
+    def sample(self, inputs: np.ndarray, randomness: UserRandomness) -> np.ndarray:
+        """Each user's report from its checked input (``inputs``); does not raise on those."""
+        return self.randomizer.sample(inputs, randomness).astype(self.report_dtype, copy=False)
 
     def apply(self, records: np.ndarray, randomness: UserRandomness) -> np.ndarray:
-        """Each user's report: R(z_i) for every row of ``records``."""
-        return self.randomizer.sample(self.inputs(records), randomness).astype(self.report_dtype, copy=False)
+        """Each user's report: R(z_i) for every row of ``records`` (``inputs`` then ``sample``)."""
+        return self.sample(self.inputs(records), randomness)

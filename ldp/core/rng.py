@@ -1,18 +1,30 @@
-"""Counter-based randomness: every draw is a pure function of (seed, stream, user, request, draw).
+"""Counter-based randomness keyed by a secret: every draw is AES_key(user, counter, draw).
 
 Why counter-based: a user's report must not depend on how users are split across client
-processes, batched, or ordered (DESIGN.md §2). A draw is computed, not consumed from a shared
-state, so user 17's coin for request 5 is the same whether user 17 sits in one process with a
+processes, batched, or ordered (DESIGN §2). A draw is computed, not consumed from a shared state,
+so user 17's coin for its 5th report is the same whether user 17 sits in one process with a
 million others or alone in a shard of three.
 
-The mixing function is SplitMix64's finalizer (Steele, Lea & Flood, "Fast splittable
-pseudorandom number generators", OOPSLA 2014), applied to a key derived from
-(seed, stream, request) and a counter built from (user, draw). It is vectorized over users with
-numpy uint64 arithmetic (wrap-around multiplication is the intended modular arithmetic).
+Why a block cipher: the aggregator is untrusted (docs/design.md §2a). It sees reports, and a
+report is a function of a record and of draws; if it could compute the draws it could invert
+the randomizer. Each draw is therefore one AES-256 block, ``AES_K(user ‖ counter ‖ draw)``, under
+a 32-byte key K that only the users' side (and the experiment that configured it) knows. AES is
+a pseudorandom permutation, and distinct inputs give outputs indistinguishable from independent
+uniform ones without K; the 128-bit block is (user id: 64 bits, counter: 48 bits, draw: 16 bits),
+so the PRF is evaluated on distinct inputs as long as counters never repeat for a user. The
+cipher is the ``cryptography`` package's (OpenSSL, AES-NI): no cryptography is written here. ECB
+mode over distinct blocks is exactly a PRF evaluation per block (it is not used to encrypt data).
 
-This generator is for *simulation*: reproducible, fast, statistically good, **not**
-cryptographic. ``secure=True`` switches to the operating system's CSPRNG (``os.urandom``),
-which is not reproducible; use it when running a client for real.
+Where counters come from:
+- **reports**: the users' side advances a per-user counter (the nonce kept by the ``Ledger``)
+  at every accepted charge, so a report's draws can never repeat, whatever ids the aggregator
+  chooses (a reused request id or session id gets fresh draws);
+- **records and tests**: ``RandomSource(seed).for_request(stream, request, users)`` keys the
+  cipher by (seed, stream) and uses ``request`` as every user's counter: reproducible
+  simulation randomness for the experiment's side.
+
+Keys: ``derive_key(*labels)`` (SHA-256 of the labels) gives reproducible keys from an
+experiment's seed; ``secret_key()`` gives 32 bytes from the operating system's CSPRNG.
 """
 
 from __future__ import annotations
@@ -20,17 +32,32 @@ from __future__ import annotations
 import hashlib
 import os
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
+from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
-__all__ = ["Streams", "RandomSource", "UserRandomness", "generator", "derive_key"]
+__all__ = [
+    "Streams",
+    "RandomSource",
+    "UserRandomness",
+    "generator",
+    "derive_key",
+    "derive_key_bytes",
+    "secret_key",
+    "KEY_BYTES",
+    "MAX_COUNTER",
+    "MAX_DRAWS",
+]
 
-_M1 = np.uint64(0xBF58476D1CE4E5B9)
-_M2 = np.uint64(0x94D049BB133111EB)
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-_DRAW = np.uint64(0xD1B54A32D192ED03)
-_S30, _S27, _S31, _S11 = np.uint64(30), np.uint64(27), np.uint64(31), np.uint64(11)
+KEY_BYTES = 32
+COUNTER_BITS = 48
+DRAW_BITS = 16
+MAX_COUNTER = 1 << COUNTER_BITS  # counters are < 2^48 (the Ledger refuses a charge past that)
+MAX_DRAWS = 1 << DRAW_BITS  # draw indices are < 2^16 per report
 _MASK64 = (1 << 64) - 1
+_S12 = np.uint64(12)
+_S16 = np.uint64(DRAW_BITS)
 
 
 class Streams:
@@ -41,47 +68,63 @@ class Streams:
 
 
 def derive_key(*labels: object) -> int:
-    """A 64-bit key from any labels (ints, strings), by SHA-256 of their repr.
+    """A 64-bit integer from any labels (ints, strings), by SHA-256 of their repr."""
+    return int.from_bytes(derive_key_bytes(*labels)[:8], "little")
 
-    Used once per request or per population, never per user, so its cost is irrelevant.
+
+def derive_key_bytes(*labels: object) -> bytes:
+    """A 32-byte key from any labels, by SHA-256 of their repr: reproducible, for seeded runs."""
+    return hashlib.sha256(repr(tuple(labels)).encode()).digest()
+
+
+def secret_key() -> bytes:
+    """A fresh 32-byte key from the operating system's CSPRNG: not reproducible."""
+    return os.urandom(KEY_BYTES)
+
+
+@lru_cache(maxsize=256)
+def _cipher(key: bytes) -> Cipher[modes.ECB]:
+    if len(key) != KEY_BYTES:
+        raise ValueError(f"a randomness key has {KEY_BYTES} bytes, got {len(key)}")
+    return Cipher(algorithms.AES(key), modes.ECB())
+
+
+def prf_words(key: bytes, users: np.ndarray, counters: np.ndarray | int, draw: int) -> np.ndarray:
+    """AES_key(user ‖ counter ‖ draw) for every user: one uniformly random uint64 each.
+
+    Block layout (little-endian): bytes 0–7 the user id, bytes 8–15 ``counter·2^16 + draw``.
+    The first 64 bits of each ciphertext block are returned.
     """
-    digest = hashlib.sha256(repr(tuple(labels)).encode()).digest()
-    return int.from_bytes(digest[:8], "little")
-
-
-def _mix(z: np.ndarray) -> np.ndarray:
-    """SplitMix64 finalizer, elementwise on uint64 (modular arithmetic is intended)."""
-    z = (z ^ (z >> _S30)) * _M1
-    z = (z ^ (z >> _S27)) * _M2
-    return z ^ (z >> _S31)
-
-
-def _bits_to_open_unit(bits: np.ndarray) -> np.ndarray:
-    """Top 53 bits → a float in the open interval (0, 1): (k + 1/2)·2^-53."""
-    return ((bits >> _S11).astype(np.float64) + 0.5) * (2.0**-53)
+    if not 0 <= int(draw) < MAX_DRAWS:
+        raise ValueError(f"draw index must be in [0, 2^{DRAW_BITS}), got {draw}")
+    n = len(users)
+    blocks = np.empty((n, 2), dtype="<u8")
+    blocks[:, 0] = users
+    blocks[:, 1] = (np.asarray(counters, dtype=np.uint64) << _S16) | np.uint64(draw)
+    out = _cipher(key).encryptor().update(blocks.tobytes())
+    return np.frombuffer(out, dtype="<u8").reshape(n, 2)[:, 0].astype(np.uint64)
 
 
 @dataclass(frozen=True)
 class UserRandomness:
-    """The random draws available to a set of users answering one request.
+    """The random draws of a set of users for one report each.
 
-    ``uniform(draw)`` returns one float per user in (0, 1); ``bits(draw)`` one uint64 per user.
-    Draw indices are how a randomizer asks for several independent numbers per user.
+    ``bits(draw)``: one uniformly random uint64 per user; ``uniform(draw)``: one float per user
+    in the open interval (0, 1). Draw indices (0, 1, ...) are how a randomizer asks for several
+    independent numbers per user; the user's ``counters`` entry makes each report's draws new.
     """
 
-    key: int
+    key: bytes
     users: np.ndarray  # int64 user ids
-    secure: bool = False
+    counters: np.ndarray | int = 0  # per user (or one for all): the report's nonce
 
     def bits(self, draw: int = 0) -> np.ndarray:
-        if self.secure:
-            return np.frombuffer(os.urandom(8 * len(self.users)), dtype=np.uint64).copy()
-        with np.errstate(over="ignore"):
-            counter = self.users.astype(np.uint64) * _GOLDEN + np.uint64(draw) * _DRAW
-            return _mix(_mix(counter ^ np.uint64(self.key)) + _GOLDEN)
+        return prf_words(self.key, np.asarray(self.users, dtype=np.int64), self.counters, draw)
 
     def uniform(self, draw: int = 0) -> np.ndarray:
-        return _bits_to_open_unit(self.bits(draw))
+        """(2k + 1)·2^-53 with k the top 52 bits: strictly inside (0, 1) (the largest value is
+        1 − 2^-53, exactly representable), symmetric about 1/2, on a grid of step 2^-52."""
+        return ((self.bits(draw) >> _S12).astype(np.float64) * 2.0 + 1.0) * (2.0**-53)
 
     def uniform_matrix(self, draws: int, first_draw: int = 0) -> np.ndarray:
         """Shape (users, draws): column j is ``uniform(first_draw + j)``."""
@@ -93,14 +136,15 @@ class UserRandomness:
 
 @dataclass(frozen=True)
 class RandomSource:
-    """The randomness of one population: a seed, or the OS when ``secure``.
+    """Seeded simulation randomness (the experiment's side: records, audits, tests).
 
-    ``for_request(stream, request_id, users)`` gives the per-user draws for one request.
-    With a seed, results are a pure function of (seed, stream, user id, request id, draw index).
+    ``for_request(stream, request_id, users)`` keys the cipher by (seed, stream) and uses the
+    request id as every user's counter: draws are a pure function of (seed, stream, user id,
+    request id, draw index). Reports on the users' side are keyed by a secret report key and
+    per-user nonces instead (``ldp.local.shard``).
     """
 
     seed: int = 0
-    secure: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.seed, (int, np.integer)) or isinstance(self.seed, bool):
@@ -108,9 +152,13 @@ class RandomSource:
         if not 0 <= int(self.seed) <= _MASK64:
             raise ValueError(f"seed must be in [0, 2^64), got {self.seed}")
 
+    def key(self, stream: str) -> bytes:
+        return derive_key_bytes("ldp.rng", int(self.seed), stream)
+
     def for_request(self, stream: str, request_id: int, users: np.ndarray) -> UserRandomness:
-        key = derive_key("ldp.rng", int(self.seed), stream, int(request_id))
-        return UserRandomness(key=key, users=np.asarray(users, dtype=np.int64), secure=self.secure)
+        if not 0 <= int(request_id) < MAX_COUNTER:
+            raise ValueError(f"request id must be in [0, 2^{COUNTER_BITS}), got {request_id}")
+        return UserRandomness(self.key(stream), np.asarray(users, dtype=np.int64), int(request_id))
 
 
 def generator(seed: int, *labels: object) -> np.random.Generator:

@@ -52,7 +52,7 @@ from ldp.core.concepts import MaskedParityConcept, concept_class
 from ldp.core.errors import ParameterError
 from ldp.core.queries import QuerySpec, affine, conjunction, label_query, parity, product, record_query
 from ldp.core.schema import Schema
-from ldp.core.randomizers import BinaryRandomizedResponse, LocalRandomizer, RandomizerSpec, RecordRandomizedResponse, kary_rr_probabilities
+from ldp.core.randomizers import BinaryRandomizedResponse, LocalRandomizer, RandomizerSpec, RecordRandomizedResponse
 from ldp.local.messages import SessionKind
 from ldp.local.oracle import LROracle
 from ldp.local.session import Request, Session
@@ -304,15 +304,17 @@ async def learn_masked_parity_lni_record(
     randomizer = LocalRandomizer.build(spec, _schema(lr, d)).randomizer
     assert isinstance(randomizer, RecordRandomizedResponse)
     eps_c = randomizer.column_epsilon
-    p2, q2 = kary_rr_probabilities(eps_c, 2)
-    pd_, qd_ = kary_rr_probabilities(eps_c, d)
-    col_i, col_y = d, d + 2  # b is not needed: averaging over it costs no bias and saves a column inverse
+    col_i, col_y = d, d + 2
+    p2, q2 = randomizer.column_probabilities(col_y)  # the realized probabilities of each column
+    pd_, qd_ = randomizer.column_probabilities(col_i)  # b is not needed: averaging over it costs no bias and saves a column inverse
     scale = p2 - q2  # E[report] = (p−q)·value for a ±1-valued column under binary RR
     # r_j: E[y·1[i=j]] = ((−1)^{r_j} + 1[r=0]·(−1)^a)/(2d) (the b = 0 half averages out unless
     # r = 0): two columns, so the estimator is scaled by 1/((p_i−q_i)(p−q)) only.
     y_hat = w[:, col_y].astype(np.float64) / scale
     bits = np.array([float(np.mean(_unbiased_indicator(w[:, col_i], j, pd_, qd_) * y_hat)) * 2 * d for j in range(d)])
-    r = (bits < 0.0).astype(np.int64)
+    # The estimate of bit j has mean −1 when r_j = 1, and +1, +2 or 0 when r_j = 0 (r ≠ 0; r = 0,
+    # a = 0; r = 0, a = 1): the threshold is the midpoint of −1 and the nearest of those, 0.
+    r = (bits < -0.5).astype(np.int64)
     # a: E[y·(−1)^{⟨r,x⟩}] = (−1)^a/2 when r ≠ 0 (the b = 1 half averages out over x), and
     # (−1)^a/2 + 1/2 when r = 0; an unbiased estimator multiplies |r| + 1 column inverses.
     support = np.flatnonzero(r)

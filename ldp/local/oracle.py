@@ -17,9 +17,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ldp.core.errors import ParameterError
-from ldp.core.population import PopulationSpec
+from ldp.core.population import PopulationDescription, PopulationSpec
 from ldp.core.randomizers import RandomizerSpec
 from ldp.local.messages import Assignment, RoundReply, RoundRequest, Status, Users
+from ldp.local.ledger_store import LedgerStore
 from ldp.local.shard import Shard
 
 __all__ = ["Reports", "ShardRange", "LROracle", "InProcessLROracle", "split_round", "assemble_round"]
@@ -164,6 +165,11 @@ class LROracle(ABC):
     def user_count(self) -> int:
         return sum(s.count for s in self.shards)
 
+    @property
+    def description(self) -> PopulationDescription | None:
+        """The users' public description (schema, size), when this oracle has one."""
+        return None
+
     def new_session_id(self) -> int:
         """Session ids are issued in program order, so request ids (and hence every draw) are
         the same on every transport for the same program."""
@@ -185,9 +191,14 @@ class LROracle(ABC):
 
 class InProcessLROracle(LROracle):
     """Every shard in this process: fast, for tests and sweeps. ``shards`` > 1 splits users
-    the way client processes would (results are identical either way)."""
+    the way client processes would (results are identical either way).
 
-    def __init__(self, population: PopulationSpec, shards: int = 1, boundaries: list[int] | None = None) -> None:
+    This oracle plays all three roles in one process (it holds the spec), so it suits
+    simulations, not a deployment: over gRPC the aggregator never holds the spec. ``store``
+    keeps the ledgers (default: in memory, per shard; a shared durable store continues them
+    across oracles of the same data)."""
+
+    def __init__(self, population: PopulationSpec, shards: int = 1, boundaries: list[int] | None = None, store: LedgerStore | None = None) -> None:
         super().__init__()
         n = population.size
         if boundaries is None:
@@ -198,12 +209,16 @@ class InProcessLROracle(LROracle):
             raise ParameterError(f"shard boundaries must rise from 0 to {n}, got {boundaries}")
         self.population = population
         self._shards = {
-            f"shard-{k}": Shard(population, lo, hi - lo) for k, (lo, hi) in enumerate(zip(boundaries, boundaries[1:])) if hi > lo
+            f"shard-{k}": Shard(population, lo, hi - lo, store=store) for k, (lo, hi) in enumerate(zip(boundaries, boundaries[1:])) if hi > lo
         }
 
     @property
     def shards(self) -> list[ShardRange]:
         return [ShardRange(key, s.first_user, s.count) for key, s in self._shards.items()]
+
+    @property
+    def description(self) -> PopulationDescription:
+        return self.population.description()
 
     def shard(self, key: str) -> Shard:
         return self._shards[key]

@@ -1,79 +1,165 @@
-"""The users' side: a shard of users answering rounds with their own records and ledgers.
+"""The users' side: a shard of users answering rounds with their own records, budgets and keys.
 
 One ``Shard`` object is what a client process hosts, and what the in-process oracle holds:
-the same code answers in both transports, so they cannot disagree. A shard
+the same code answers in both transports, so they cannot disagree. Everything a shard needs
+comes from the users' side (docs/design.md §2a), never from the aggregator:
 
-- generates its users' records locally from the population spec (records never leave it),
-- builds each requested ε-local randomizer itself and validates it (unknown kinds, bad
-  parameters, ε that is NaN/inf/≤0/out of range → an error result, ledger unchanged),
-- charges each user's ledger *before* producing the report, refusing users over budget
-  (KLNRS Definition 4.4: the budget is enforced by the user, never trusted from the aggregator),
-- enforces the session rules: one round in a NON_INTERACTIVE session; strictly increasing rounds
-  in an INTERACTIVE one (a replayed round is refused, so it cannot draw fresh randomness).
+- its **records** come from the data it was given (a ``PopulationSpec`` it generates them from,
+  or a ``DataPopulation`` read from a local file): records never leave it;
+- its users' **budget** is the one it was configured with; a request cannot raise it;
+- its **ledgers** live in a ``LedgerStore`` keyed by the identity of the data, so a reload of the
+  same data continues them (and with a durable store, so does a restart);
+- its **report randomness** is AES keyed by a secret report key and a per-user nonce that the
+  ledger advances at every accepted charge (``ldp.core.rng``): ids the aggregator chooses never
+  select a draw, so a reused request or session id gets fresh randomness.
+
+A round is answered in three phases, so that nothing is charged without a report:
+
+1. *validate* every assignment: users inside the shard, each named once, a known randomizer with
+   valid parameters, a query whose width and values the randomizer accepts, and every named
+   user's input checked (``LocalRandomizer.inputs``). A failure is an error result for that
+   assignment and touches no ledger;
+2. *charge and sample*, assignment by assignment in request order: users over budget are refused
+   (KLNRS Definition 4.4), the others are charged and their reports drawn with the charge's
+   nonces. Should a sampler fail anyway, every charge of the round is refunded and the round is
+   answered with an error: no report leaves, no charge stays;
+3. *commit* the charges (on disk first when the store is durable), then the reply may leave.
+
+Session rules: one round in a NON_INTERACTIVE session; strictly increasing rounds in an
+INTERACTIVE one (``ldp.local.rules``).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
 from ldp.core import ratio_queries  # noqa: F401  (registers the lr_ratio query kind users may be asked)
-from ldp.core.budget import Ledger, has_repeats
-from ldp.core.errors import LDPError
-from ldp.core.population import PopulationSpec, generate_records
+from ldp.core.budget import Charge, Ledger, has_repeats
+from ldp.core.errors import LDPError, ParameterError, require_epsilon
+from ldp.core.population import PopulationDescription
 from ldp.core.randomizers import LocalRandomizer
-from ldp.core.rng import Streams
+from ldp.core.rng import UserRandomness, secret_key
+from ldp.core.schema import Schema
+from ldp.local.ledger_store import LedgerStore, MemoryLedgerStore
 from ldp.local.messages import Assignment, Result, RoundReply, RoundRequest
 from ldp.local.rules import SessionRules
 
-__all__ = ["Shard"]
+__all__ = ["Shard", "Holdings"]
+
+
+class Holdings(Protocol):
+    """The data a shard's users hold: a ``PopulationSpec`` or a ``DataPopulation``."""
+
+    @property
+    def size(self) -> int: ...
+
+    @property
+    def schema(self) -> Schema: ...
+
+    @property
+    def identity(self) -> str: ...
+
+    def records(self, first_user: int, count: int) -> np.ndarray: ...
+
+
+@dataclass(frozen=True)
+class _Planned:
+    """An assignment that passed validation: who, what, and every named user's input."""
+
+    assignment: Assignment
+    users: np.ndarray
+    randomizer: LocalRandomizer
+    inputs: np.ndarray
 
 
 class Shard:
-    """Users first_user .. first_user+count−1 of a population, with records, ledgers, randomness."""
+    """Users first_user .. first_user+count−1 of some data, with their ledgers and report key.
 
-    def __init__(self, spec: PopulationSpec, first_user: int, count: int) -> None:
-        self.spec = spec
+    ``budget`` defaults to the data's own (a ``PopulationSpec`` carries one), ``key`` to the
+    data's report key (seeded specs derive it from the seed, so runs are reproducible; anything
+    else gets a fresh secret), ``store`` to a fresh in-memory ``LedgerStore``.
+    """
+
+    def __init__(
+        self,
+        data: Holdings,
+        first_user: int,
+        count: int,
+        *,
+        budget: float | None = None,
+        key: bytes | None = None,
+        store: LedgerStore | None = None,
+    ) -> None:
+        if first_user < 0 or count < 1 or first_user + count > data.size:
+            raise ParameterError(f"users {first_user}..{first_user + count - 1} are outside the data's users 0..{data.size - 1}")
+        if budget is None:
+            budget = getattr(data, "budget", None)
+            if budget is None:
+                raise ParameterError("a shard of this data needs a per-user budget (e.g. --budget 1.0)")
+        self.data = data
         self.first_user = int(first_user)
         self.count = int(count)
-        self._records = generate_records(spec, self.first_user, self.count)
-        self.ledger = Ledger(self.first_user, self.count, spec.budget)
-        self._randomness = spec.randomness()
+        self.budget = require_epsilon(budget, name="budget epsilon")
+        self._records = data.records(self.first_user, self.count)
+        self._store = store if store is not None else MemoryLedgerStore()
+        self.ledger: Ledger = self._store.open(data.identity, self.first_user, self.count, self.budget)
+        make_key = getattr(data, "report_key", None)
+        self._key = key if key is not None else (make_key() if make_key is not None else secret_key())
         self._rules = SessionRules()
 
     @property
     def stop(self) -> int:
         return self.first_user + self.count
 
+    def description(self) -> PopulationDescription:
+        """What this shard declares to the aggregator: the schema and the data's size."""
+        return PopulationDescription(int(self.data.size), self.data.schema)
+
     def answer(self, request: RoundRequest) -> RoundReply:
         """Answer every assignment of one round (vectorized over each assignment's users)."""
         refusal = self._rules.admit(request)
         if refusal:
             return RoundReply(request.session_id, request.round, error=refusal)
-        return RoundReply(request.session_id, request.round, tuple(self._answer_one(a) for a in request.assignments))
-
-    def _answer_one(self, assignment: Assignment) -> Result:
-        wanted = assignment.users
-        outside = LDPError(f"request {assignment.request_id} names users outside this shard's {self.first_user}..{self.stop - 1}")
-        # A range is checked by its ends before it is materialized: a hostile aggregator must not
-        # be able to make a client allocate 10^12 ids.
-        if wanted.ids is None and len(wanted) and (wanted.start < self.first_user or wanted.stop > self.stop):
-            return Result(assignment.request_id, np.zeros(0), np.ones(0, dtype=bool), error=str(outside))
-        users = wanted.array()
-        no_values = np.zeros(0)
-        all_refused = np.ones(len(users), dtype=bool)
+        plans: list[_Planned | Result] = [self._plan(a) for a in request.assignments]
+        charges: list[Charge] = []
+        results: list[Result] = []
         try:
+            for plan in plans:
+                if isinstance(plan, Result):
+                    results.append(plan)
+                    continue
+                charge = self.ledger.charge(plan.users, plan.randomizer.epsilon)
+                charges.append(charge)
+                accepted = plan.users[charge.accepted]
+                randomness = UserRandomness(self._key, accepted, charge.nonces)
+                values = plan.randomizer.sample(plan.inputs[charge.accepted], randomness)
+                results.append(Result(plan.assignment.request_id, values, charge.refused))
+        except Exception as exc:  # noqa: BLE001 - a sampler bug must not leave charges without reports
+            for charge in reversed(charges):
+                self.ledger.refund(charge)
+            return RoundReply(request.session_id, request.round, error=f"the shard failed to answer (nothing was charged): {type(exc).__name__}: {exc}")
+        self._store.commit()  # durable stores: every charge is on disk before any report leaves
+        return RoundReply(request.session_id, request.round, tuple(results))
+
+    def _plan(self, assignment: Assignment) -> _Planned | Result:
+        """Validate one assignment completely, before any charge; an error ``Result`` if invalid."""
+        wanted = assignment.users
+        try:
+            # A range is checked by its ends before it is materialized: a hostile aggregator must
+            # not be able to make a client allocate 10^12 ids.
+            if len(wanted) and wanted.ids is None and (wanted.start < self.first_user or wanted.stop > self.stop):
+                raise LDPError(f"request {assignment.request_id} names users outside this shard's {self.first_user}..{self.stop - 1}")
+            users = wanted.array()
             if users.size and (users.min() < self.first_user or users.max() >= self.stop):
-                raise outside
-            randomizer = LocalRandomizer.build(assignment.randomizer, self.spec.schema)
-            if assignment.users.ids is not None and has_repeats(users):
+                raise LDPError(f"request {assignment.request_id} names users outside this shard's {self.first_user}..{self.stop - 1}")
+            if wanted.ids is not None and has_repeats(users):
                 raise LDPError(f"request {assignment.request_id} names a user twice")
+            randomizer = LocalRandomizer.build(assignment.randomizer, self.data.schema)
+            inputs = randomizer.inputs(self._records[users - self.first_user])
         except LDPError as exc:
-            return Result(assignment.request_id, no_values, all_refused, error=str(exc))
-        # Charge first (fail closed): a report exists only for users whose charge was recorded.
-        charge = self.ledger.charge(users, randomizer.epsilon)
-        accepted = users[charge.accepted]
-        records = self._records[accepted - self.first_user]
-        randomness = self._randomness.for_request(Streams.REPORTS, assignment.request_id, accepted)
-        values = randomizer.apply(records, randomness)
-        return Result(assignment.request_id, values, charge.refused)
+            n = len(wanted) if wanted.ids is not None or len(wanted) <= self.count else 0
+            return Result(assignment.request_id, np.zeros(0), np.ones(n, dtype=bool), error=str(exc))
+        return _Planned(assignment, users, randomizer, inputs)

@@ -4,8 +4,9 @@
 
 - ``mode="split"`` (the paper's simulation): each query g_k ∈ [−b_k, b_k] is answered by a fresh,
   disjoint range of n_0(b_k) users who each run the ε-local randomizer once (``pm_rr``: ±b
-  randomized response, default; ``laplace``: g + Lap(2b/ε), Claim 4.1); the answer is the mean of
-  the unbiased reports. n_0 = ``users_per_query(b, ε, τ, β, randomizer, queries=t)`` (explicit
+  randomized response, default; ``discrete_laplace``: Claim 4.1 on a grid, g + exact two-sided
+  geometric noise of scale ≈ 2b/ε — the float ``laplace`` is not requestable); the answer is the
+  mean of the unbiased reports. n_0 = ``users_per_query(b, ε, τ, β, randomizer, queries=t)`` (explicit
   constants, ``ldp.sq.bounds``), so all t answers of the step are within τ w.p. ≥ 1 − β.
   Each user is asked once, so each spends ε at most once.
 - ``mode="budget_split"``: every one of ``users`` users answers every query of the step with
@@ -57,10 +58,10 @@ def split_epsilon(epsilon: float, parts: int) -> float:
 def _schema_of(lr: LROracle, schema: Schema | None) -> Schema:
     if schema is not None:
         return schema
-    population = getattr(lr, "population", None)
-    if population is None:
-        raise ParameterError("LocalSQOracle needs the record schema: pass schema=... (this LR oracle does not expose a population)")
-    return population.schema  # type: ignore[no-any-return]
+    description = getattr(lr, "description", None)
+    if description is None:
+        raise ParameterError("LocalSQOracle needs the record schema: pass schema=... (this LR oracle does not describe its users)")
+    return description.schema  # type: ignore[no-any-return]
 
 
 class LocalSQOracle(SQOracle):
@@ -69,8 +70,8 @@ class LocalSQOracle(SQOracle):
     Args:
         lr: the users, through any transport.
         epsilon: ε each user spends (split: on its one query; budget_split: per step, ε/t per query).
-        schema: the record schema (default: ``lr.population.schema``).
-        randomizer: "pm_rr" (±b randomized response, default) or "laplace" (Claim 4.1).
+        schema: the record schema (default: ``lr.description.schema``).
+        randomizer: "pm_rr" (±b randomized response, default) or "discrete_laplace" (Claim 4.1 on a grid).
         mode: "split" (fresh users per query) or "budget_split" (all users, ε/t each).
         adaptive: False → one NON_INTERACTIVE session (exactly one ``ask``); True → INTERACTIVE.
         first_user: the first user id this oracle may use; split mode consumes ids upwards.

@@ -1,4 +1,4 @@
-"""The gRPC transport of the LR oracle (DESIGN.md §3).
+"""The gRPC transport of the LR oracle (docs/design.md §3).
 
 - ``ldp.wire.aggregator``: ``GrpcAggregator`` (the server) and ``GrpcLROracle`` (the ``LROracle``).
 - ``ldp.wire.client``: a client process hosting one shard (``python -m ldp.wire.client``).

@@ -1,18 +1,22 @@
 """The aggregator: a grpc.aio server that client processes (shards) connect to, and the
 ``GrpcLROracle`` that runs local algorithms over it.
 
-What: ``GrpcAggregator`` accepts one bidirectional stream per client process, hands each a user
-range and the population spec (Welcome), and keeps the connected shards. ``GrpcLROracle`` is the
+What: ``GrpcAggregator`` accepts one bidirectional stream per client process, tells each the user
+range of its claim (Welcome), checks the public description the client declares (Ready: schema,
+number of users, budget), and keeps the connected shards. It knows only the
+``PopulationDescription``: never a record, a seed, a budget it could set, or a key
+(docs/design.md §2a). ``GrpcLROracle`` is the
 ``LROracle`` over those shards: ``LROracle.run_round`` splits a round per shard (an error before
 anything is sent if a user is held by no connected shard), ``_exchange`` here sends each part and
 gathers replies, and the base class reassembles them in user order.
-``GrpcAggregator.load`` / ``GrpcLROracle.load`` give the connected clients a new population (Load →
-Ready), so one set of client processes serves many small populations (seeded trials).
+``GrpcAggregator.load`` / ``GrpcLROracle.load`` relay a new population, sealed by the experiment, to
+the connected clients (Load → Ready), so one set of client processes serves many small populations
+(seeded trials); the aggregator can neither read nor alter what it relays (``ldp.wire.sealed``).
 Guarantees: every round has a deadline — a shard that disconnects resolves to None at once, one
 that misses the deadline resolves to None at the deadline, and its users are reported MISSING;
 a late reply for an old round is discarded (replies are matched to (session, round)). The
 aggregator never receives a record: clients only send reports (tests/wire/test_privacy_wire.py).
-Source: DESIGN.md §3 (measured gRPC facts: create the server inside the running loop, bind
+Source: docs/design.md §3 (measured gRPC facts: create the server inside the running loop, bind
 127.0.0.1:0 with so_reuseport=0, raise message limits, own Close message).
 """
 
@@ -29,7 +33,7 @@ import grpc
 import numpy as np
 
 from ldp.core.errors import LDPError, ParameterError
-from ldp.core.population import PopulationSpec
+from ldp.core.population import PopulationDescription
 from ldp.local.messages import RoundReply, RoundRequest
 from ldp.local.oracle import LROracle, ShardRange
 from ldp.wire import codec
@@ -78,6 +82,7 @@ class _Connection:
     context: grpc.aio.ServicerContext
     first_user: int
     count: int
+    budget: float = 0.0  # the per-user budget the client declared (its own; no message changes it)
     ready: bool = False  # holds the aggregator's current population (Welcome or Load confirmed)
     established: bool = False  # the handshake is over (a Load may be sent)
     closed: bool = False
@@ -112,8 +117,8 @@ class GrpcAggregator:
     exact bytes that arrived (for the test that no record ever crosses the wire).
     """
 
-    def __init__(self, population: PopulationSpec, bind: str = "127.0.0.1:0", capture: list[bytes] | None = None) -> None:
-        self.population = population
+    def __init__(self, description: PopulationDescription, bind: str = "127.0.0.1:0", capture: list[bytes] | None = None) -> None:
+        self.description = description
         self.bind = bind
         self.capture = capture
         self.port = 0
@@ -125,7 +130,6 @@ class GrpcAggregator:
         self._ledger_ids = itertools.count(1)
         self._load_ids = itertools.count(1)  # 0 is the Ready that answers Welcome
         self._departed: set[str] = set()  # shards that disconnected and have not come back (named in load errors)
-        self._population_json = json.dumps(population.to_json())
         self.events: list[str] = []  # human-readable log of connects/disconnects (CLI shows it)
         self._background: set[asyncio.Future[Any]] = set()  # writes still finishing after a round ended
 
@@ -192,7 +196,7 @@ class GrpcAggregator:
 
     async def wait_for_shards(self, timeout_s: float, users: int | None = None) -> list[ShardRange]:
         """Wait until connected shards hold ``users`` users (default: the whole population)."""
-        want = self.population.size if users is None else users
+        want = self.description.size if users is None else users
         loop = asyncio.get_running_loop()
         end = loop.time() + timeout_s
         while self.covered_users() < want:
@@ -271,7 +275,7 @@ class GrpcAggregator:
         except ParameterError as exc:
             await self._reject(context, str(exc))
             return None
-        lo, hi = shard_range(self.population.size, claim)
+        lo, hi = shard_range(self.description.size, claim)
         for other in self._connections.values():
             if lo < other.first_user + other.count and other.first_user < hi:
                 await self._reject(
@@ -279,7 +283,7 @@ class GrpcAggregator:
                 )
                 return None
         if hi <= lo:
-            await self._reject(context, f"shard {claim.key} holds no users of a population of {self.population.size}")
+            await self._reject(context, f"shard {claim.key} holds no users of a population of {self.description.size}")
             return None
         conn = _Connection(claim.key, claim, context, lo, hi - lo)
         self._connections[conn.key] = conn  # reserve the range while the client generates records
@@ -292,20 +296,41 @@ class GrpcAggregator:
 
     async def _welcome(self, context: grpc.aio.ServicerContext, conn: _Connection, client_name: str) -> _Connection | None:
         lo, hi = conn.first_user, conn.first_user + conn.count
-        welcome = pb.Welcome(protocol_version=codec.PROTOCOL_VERSION, population_json=self._population_json, first_user=lo, user_count=hi - lo, shard_key=conn.key)
+        welcome = pb.Welcome(protocol_version=codec.PROTOCOL_VERSION, first_user=lo, user_count=hi - lo, shard_key=conn.key)
         if not await conn.send([pb.ServerMessage(welcome=welcome)]):
             del self._connections[conn.key]
             return None
         msg = await asyncio.wait_for(context.read(), READY_TIMEOUT_S)
-        if msg is grpc.aio.EOF or msg.WhichOneof("kind") != "ready" or (msg.ready.first_user, msg.ready.user_count) != (lo, hi - lo) or msg.ready.error:
+        problem = "" if msg is not grpc.aio.EOF and msg is not None and msg.WhichOneof("kind") == "ready" else "expected Ready"
+        if not problem:
+            problem = self._check_ready(msg.ready, lo, hi)
+        if problem:
             del self._connections[conn.key]
-            detail = f" (the client says: {msg.ready.error})" if msg is not grpc.aio.EOF and msg.WhichOneof("kind") == "ready" and msg.ready.error else ""
-            await self._reject(context, f"protocol error: expected Ready for users {lo}..{hi - 1}{detail}")
+            await self._reject(context, f"shard {conn.key}: {problem}")
+            self._notify(f"shard {conn.key} refused: {problem}")
             return None
+        conn.budget = msg.ready.budget
         conn.ready = conn.established = True
         self._departed.discard(conn.key)
         self._notify(f"shard {conn.key} connected ({client_name or 'client'}, users {lo}..{hi - 1})")
         return conn
+
+    def _check_ready(self, ready: pb.Ready, lo: int, hi: int) -> str:
+        """'' if a Ready confirms users [lo, hi) of the expected population, else what is wrong."""
+        if ready.error:
+            return f"the client could not host users {lo}..{hi - 1}: {ready.error}"
+        if (ready.first_user, ready.user_count) != (lo, hi - lo):
+            return f"the client confirmed users {ready.first_user}+{ready.user_count} instead of {lo}..{hi - 1}"
+        try:
+            declared = PopulationDescription.from_json(json.loads(ready.description_json))
+        except (ValueError, RecursionError) as exc:
+            return f"the client's description does not parse: {exc}"
+        if declared != self.description:
+            return (
+                f"the client holds {declared.size} users with fields {[f.name for f in declared.schema]}, "
+                f"but this experiment expects {self.description.size} users with fields {[f.name for f in self.description.schema]}"
+            )
+        return ""
 
     async def _read_loop(self, conn: _Connection) -> None:
         reply_parts: dict[tuple[int, int], list[pb.RoundReply]] = {}
@@ -419,12 +444,15 @@ class GrpcAggregator:
 
     # --- a new population for the connected clients ---
 
-    async def load(self, population: PopulationSpec, timeout_s: float = READY_TIMEOUT_S) -> list[ShardRange]:
-        """Give every connected client a new population; returns the new shard ranges.
+    async def load(self, description: PopulationDescription, sealed: bytes, timeout_s: float = READY_TIMEOUT_S) -> list[ShardRange]:
+        """Relay a new population, sealed by the experiment, to every connected client; returns
+        the new shard ranges.
 
-        Each client keeps its claim K/M (j/P) and hosts that part of the new population: it drops
-        its old records, ledgers and session state, generates the new records and confirms with
-        Ready. Guarantees: nothing is sent (and nothing changes) unless every connected client would
+        ``description`` is the public part the experiment tells the aggregator (schema, size);
+        ``sealed`` is opaque here (``ldp.wire.sealed``). Each client keeps its claim K/M (j/P),
+        opens the blob, hosts that part of the new population (ledgers of data it has seen
+        continue; session state is new) and confirms with Ready, declaring the description,
+        which must match. Guarantees: nothing is sent (and nothing changes) unless every connected client would
         hold at least one user, together they would hold every user, and no round, ledger query or
         load is in flight (else ``LDPError``/``ParameterError``, naming shards that disconnected);
         the call returns within ``timeout_s`` — a client that fails, disconnects or does not
@@ -445,25 +473,24 @@ class GrpcAggregator:
             raise LDPError(f"cannot load a population while a round, ledger query or load is in flight (shards {busy})")
         ranges: dict[str, tuple[int, int]] = {}
         for c in conns:
-            lo, hi = shard_range(population.size, c.claim)
+            lo, hi = shard_range(description.size, c.claim)
             if hi <= lo:
                 raise ParameterError(
-                    f"a population of {population.size} users leaves shard {c.key} with no users; use fewer client processes or more users"
+                    f"a population of {description.size} users leaves shard {c.key} with no users; use fewer client processes or more users"
                 )
             ranges[c.key] = (lo, hi)
         spans = sorted(ranges.items(), key=lambda kv: kv[1])
         for (k1, (_, hi1)), (k2, (lo2, _)) in zip(spans, spans[1:]):
             if lo2 < hi1:
-                raise LDPError(f"shards {k1} and {k2} would overlap in a population of {population.size} users")
+                raise LDPError(f"shards {k1} and {k2} would overlap in a population of {description.size} users")
         covered = sum(hi - lo for lo, hi in ranges.values())
-        if covered != population.size:  # checked before anything is sent: the clients keep their population
+        if covered != description.size:  # checked before anything is sent: the clients keep their population
             raise LDPError(
-                f"the connected shards {[k for k, _ in spans]} would hold {covered} of the {population.size} users of the new population{gone}"
+                f"the connected shards {[k for k, _ in spans]} would hold {covered} of the {description.size} users of the new population{gone}"
             )
         # From here on the aggregator speaks about the new population: clients that connect now
         # are welcomed into it, and no old shard is offered to a round until it confirms.
-        self.population = population
-        self._population_json = json.dumps(population.to_json())
+        self.description = description
         loop = asyncio.get_running_loop()
         futures: dict[str, tuple[_Connection, int, asyncio.Future[pb.Ready | None]]] = {}
         sends = []
@@ -475,7 +502,7 @@ class GrpcAggregator:
             futures[c.key] = (c, lid, fut)
             lo, hi = ranges[c.key]
             message = pb.ServerMessage(
-                load=pb.Load(load_id=lid, population_json=self._population_json, first_user=lo, user_count=hi - lo)
+                load=pb.Load(load_id=lid, sealed_population=sealed, first_user=lo, user_count=hi - lo)
             )
             sends.append(self._send_load(c, message, fut))
         gathered = asyncio.gather(*sends)
@@ -497,20 +524,18 @@ class GrpcAggregator:
                 failures.append(f"shard {key} did not confirm within {timeout_s:g} s")
             elif ready is None:
                 failures.append(f"shard {key} disconnected")
-            elif ready.error:
-                failures.append(f"shard {key} failed: {ready.error}")
-            elif (ready.first_user, ready.user_count) != (lo, hi - lo):
-                failures.append(f"shard {key} confirmed users {ready.first_user}+{ready.user_count} instead of {lo}..{hi - 1}")
+            elif problem := self._check_ready(ready, lo, hi):
+                failures.append(f"shard {key}: {problem}")
             else:
-                c.first_user, c.count, c.ready = lo, hi - lo, True
+                c.first_user, c.count, c.budget, c.ready = lo, hi - lo, ready.budget, True
         if failures:
-            raise LDPError(f"loading a population of {population.size} users into the client processes failed: " + "; ".join(failures))
-        log.info("loaded a population of %d users into %d shard(s)", population.size, len(conns))
+            raise LDPError(f"loading a population of {description.size} users into the client processes failed: " + "; ".join(failures))
+        log.info("loaded a population of %d users into %d shard(s)", description.size, len(conns))
         self._changed.set()
-        if self.covered_users() != population.size:
+        if self.covered_users() != description.size:
             gone = f" (disconnected: {sorted(self._departed)})" if self._departed else ""
             raise LDPError(
-                f"the connected shards {[s.key for s in self.shards]} hold {self.covered_users()} of {population.size} users of the new population{gone}"
+                f"the connected shards {[s.key for s in self.shards]} hold {self.covered_users()} of {description.size} users of the new population{gone}"
             )
         return self.shards
 
@@ -551,22 +576,24 @@ class GrpcLROracle(LROracle):
         self.clients: list[Any] = []  # ClientProcess handles when started by launch_local
 
     @property
-    def population(self) -> PopulationSpec:
-        return self.aggregator.population
+    def description(self) -> PopulationDescription:
+        return self.aggregator.description
 
     @property
     def shards(self) -> list[ShardRange]:
         return self.aggregator.shards
 
-    async def load(self, population: PopulationSpec, timeout_s: float = READY_TIMEOUT_S) -> None:
-        """Serve ``population`` from now on, with the same client processes (``GrpcAggregator.load``).
+    async def load(self, description: PopulationDescription, sealed: bytes, timeout_s: float = READY_TIMEOUT_S) -> None:
+        """Serve another population from now on, with the same client processes
+        (``GrpcAggregator.load``): ``sealed`` comes from the experiment (``seal_population``).
 
-        Guarantee: afterwards this oracle behaves exactly like a fresh oracle for ``population``
-        — session ids start again at 1 and the transcript is empty — so a program run after a
-        load issues the same request ids, hence the same per-user draws, as on a fresh
-        ``InProcessLROracle`` (tests/wire/test_load.py). The clients' ledgers are fresh too.
+        Afterwards session ids start again at 1 and the transcript is empty, so a program run
+        after a load issues the same requests as on a fresh oracle; the clients' ledgers (and
+        with them the nonces that key report randomness) continue for data they have seen, and
+        are fresh for new data — so a load of new data gives the same results as a fresh
+        ``InProcessLROracle`` (tests/wire/test_load.py).
         """
-        await self.aggregator.load(population, timeout_s)
+        await self.aggregator.load(description, sealed, timeout_s)
         self._next_session = 0  # LROracle's counter: a fresh oracle's first session is 1
         self.__dict__.pop("transcript", None)  # Session creates the transcript on first use
 

@@ -5,8 +5,8 @@ about ``chunk_bytes`` of bulk data, and decode a list of parts back into exactly
 transport-neutral object (same user ids, same report bytes and dtype, same refusal mask).
 Guarantee: ``decode_reply(encode_reply(r))`` equals ``r`` field for field, arrays bit-identical
 (tests/wire/test_codec.py). Bulk arrays travel as packed little-endian bytes, refusals as
-``np.packbits`` bitmaps (DESIGN.md §3: one message per report is ~10^4× slower).
-Source: DESIGN.md §3; proto/ldp/wire/v1/aggregator.proto.
+``np.packbits`` bitmaps (docs/design.md §3: one message per report is ~10^4× slower).
+Source: docs/design.md §3; proto/ldp/wire/v1/aggregator.proto.
 """
 
 from __future__ import annotations
@@ -38,10 +38,12 @@ __all__ = [
 
 # 2: Load/Ready{load_id} (a new population for connected clients). A version-1 client would
 # ignore Load and leave the aggregator waiting, so the versions are told apart at Hello.
-PROTOCOL_VERSION = 2
+# 3: the users' side holds the trust: Welcome carries no population, Load a sealed one, Ready the
+# client's public description. A version-2 client would wait for a spec that never comes.
+PROTOCOL_VERSION = 3
 
 # Bulk bytes per message part. Why 2 MiB: well under gRPC's 4 MiB default, and large enough that
-# per-message overhead (~50 µs) is negligible against copying 2 MiB (DESIGN.md §3).
+# per-message overhead (~50 µs) is negligible against copying 2 MiB (docs/design.md §3).
 CHUNK_BYTES = 2 << 20
 # Both ends raise the limits explicitly anyway, so a slightly oversized part (headers, a huge
 # record_rr row) never kills a stream.
@@ -52,7 +54,7 @@ _ALLOWED_DTYPES = frozenset({"|u1", "|i1", "|b1", "<u2", "<i2", "<u4", "<i4", "<
 
 
 def channel_options() -> list[tuple[str, Any]]:
-    """gRPC options for both server and channels: size limits raised explicitly (DESIGN.md §3),
+    """gRPC options for both server and channels: size limits raised explicitly (docs/design.md §3),
     keepalive left off (loopback clients pinging are cut off with too_many_pings)."""
     return [
         ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),

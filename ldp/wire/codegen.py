@@ -5,7 +5,7 @@ so the generated modules land in ``ldp/wire/v1/`` and import each other absolute
 (``ldp.wire.v1.aggregator_pb2``). With mypy-protobuf installed it also writes typed stubs
 (``*.pyi``). Guarantee: ``generate(tmp)`` writes exactly what ``generate()`` would commit, so
 ``tests/wire/test_codegen.py`` can compare byte for byte and fail when the committed code is stale.
-Source: DESIGN.md §3 (generated code is committed; one command regenerates it).
+Source: docs/design.md §3 (generated code is committed; one command regenerates it).
 
 Usage: ``python -m ldp.wire.codegen [--out DIR]`` (default: the repository root).
 """

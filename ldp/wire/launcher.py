@@ -1,17 +1,19 @@
 """Start an aggregator and P client processes on this machine, and stop all of it again.
 
-What: ``async with launch_local(population, processes=P) as oracle:`` starts a ``GrpcAggregator``
-on 127.0.0.1 (port chosen by the OS), spawns P client processes (``python -m ldp.wire.client``,
-fresh interpreters: never fork, DESIGN.md §3), waits until their shards cover every user, and
-yields a ``GrpcLROracle``. On exit — normal, error, cancellation or Ctrl-C — it sends Close,
+What: ``async with launch_local(population, processes=P) as oracle:`` plays the experiment's
+role (docs/design.md §2a): it starts a ``GrpcAggregator`` on 127.0.0.1 (port chosen by the OS)
+that knows only the population's public description, spawns P client processes
+(``python -m ldp.wire.client``, fresh interpreters: never fork, docs/design.md §3), hands each its
+``ClientConfig`` (the population spec, a seal key) through its standard input — out of band: the
+aggregator never sees it — waits until their shards cover every user, and yields a ``GrpcLROracle``. On exit — normal, error, cancellation or Ctrl-C — it sends Close,
 waits briefly for the clients to exit, and kills any that do not.
 ``async with grpc_oracle_factory(processes=P) as factory:`` keeps one such cluster for many
 populations: ``async with factory(spec) as oracle:`` launches it the first time and afterwards
-only loads ``spec`` into the running clients (``GrpcLROracle.load``), which is what experiments
-with hundreds of seeded trials need (``simulations.separation.run(config, factory)``).
+only relays ``spec``, sealed with the key the clients got at spawn, into the running clients
+(``GrpcLROracle.load``), which is what experiments with hundreds of seeded trials need (``simulations.separation.run(config, factory)``).
 Guarantee: no child process outlives the block (tests/wire/test_cli.py checks after Ctrl-C);
 children also exit on their own if the launching process dies (``--exit-with-parent``).
-Source: DESIGN.md §3 (spawn, loopback, bind :0, own Close message).
+Source: docs/design.md §3 (spawn, loopback, bind :0, own Close message).
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ from typing import IO, AsyncIterator, Callable, Sequence
 from ldp.core.errors import LDPError, ParameterError
 from ldp.core.population import PopulationSpec
 from ldp.wire.aggregator import READY_TIMEOUT_S, GrpcAggregator, GrpcLROracle, ShardClaim
+from ldp.wire.client_config import ClientConfig
+from ldp.wire.sealed import new_seal_key, seal_population
 
 __all__ = ["ClientProcess", "GrpcOracleFactory", "grpc_oracle_factory", "launch_local", "spawn_clients", "stop_clients"]
 
@@ -53,16 +57,19 @@ class ClientProcess:
 def spawn_clients(
     address: str,
     claims: Sequence[ShardClaim],
+    config: ClientConfig,
     *,
     capture_stderr: bool = True,
     connect_timeout_s: float = 60.0,
     extra_args: dict[str, list[str]] | None = None,
 ) -> list[ClientProcess]:
-    """Start one ``python -m ldp.wire.client`` per claim (fresh interpreters, never fork).
+    """Start one ``python -m ldp.wire.client`` per claim (fresh interpreters, never fork), each
+    reading ``config`` from its standard input (a pipe only this process holds).
 
     ``extra_args`` maps a claim key to extra command-line arguments (tests inject faults).
     """
     out = []
+    text = config.dumps().encode()
     for claim in claims:
         log = tempfile.TemporaryFile() if capture_stderr else None
         cmd = [
@@ -71,6 +78,8 @@ def spawn_clients(
             "ldp.wire.client",
             "--connect",
             address,
+            "--config",
+            "-",
             "--shard",
             f"{claim.index}/{claim.count}",
             "--sub",
@@ -81,7 +90,13 @@ def spawn_clients(
             *(extra_args or {}).get(claim.key, []),
         ]
         env = dict(os.environ, PYTHONUNBUFFERED="1")
-        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log if log else None, env=env)
+        proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=log if log else None, env=env)
+        assert proc.stdin is not None
+        try:
+            proc.stdin.write(text)
+            proc.stdin.close()
+        except BrokenPipeError:  # the child died at once; its exit code and log tell why
+            pass
         out.append(ClientProcess(claim, proc, log))
     return out
 
@@ -105,7 +120,7 @@ def stop_clients(clients: Sequence[ClientProcess], timeout_s: float = 5.0) -> No
 async def _wait_ready(aggregator: GrpcAggregator, clients: Sequence[ClientProcess], timeout_s: float) -> None:
     loop = asyncio.get_running_loop()
     end = loop.time() + timeout_s
-    while aggregator.covered_users() < aggregator.population.size:
+    while aggregator.covered_users() < aggregator.description.size:
         dead = [c for c in clients if c.process.poll() is not None]
         if dead:
             c = dead[0]
@@ -126,8 +141,14 @@ async def launch_local(
     ready_timeout_s: float = 120.0,
     capture: list[bytes] | None = None,
     extra_args: dict[str, list[str]] | None = None,
+    seal_key: bytes | None = None,
+    ledger_path: str | None = None,
 ) -> AsyncIterator[GrpcLROracle]:
     """Aggregator + ``processes`` client processes on loopback; yields the ``GrpcLROracle``.
+
+    The clients get ``population`` (and ``seal_key``, which lets them open sealed Loads, and
+    ``ledger_path``, a durable ledger) through their standard input; the aggregator gets only
+    ``population.description()``.
 
     Client k of P holds users [n·k/P, n·(k+1)/P) (shard key ``"k/P"``). The oracle's
     ``clients`` attribute lists the processes (tests kill one to simulate a crash).
@@ -137,11 +158,12 @@ async def launch_local(
         raise ParameterError(f"processes must be an integer ≥ 1, got {processes!r}")
     if processes > population.size:
         raise ParameterError(f"{processes} client processes for {population.size} users: each process needs at least one user")
-    aggregator = GrpcAggregator(population, "127.0.0.1:0", capture=capture)
+    aggregator = GrpcAggregator(population.description(), "127.0.0.1:0", capture=capture)
+    config = ClientConfig(population=population, seal_key=seal_key, ledger_path=ledger_path)
     await aggregator.start()
     clients: list[ClientProcess] = []
     try:
-        clients = spawn_clients(aggregator.address, [ShardClaim(k, processes) for k in range(processes)], extra_args=extra_args)
+        clients = spawn_clients(aggregator.address, [ShardClaim(k, processes) for k in range(processes)], config, extra_args=extra_args)
         await _wait_ready(aggregator, clients, ready_timeout_s)
         oracle = GrpcLROracle(aggregator)
         oracle.clients = clients
@@ -159,9 +181,10 @@ class GrpcOracleFactory:
     """An oracle factory over one cluster of client processes: ``factory(spec)`` is an async
     context manager yielding a ``GrpcLROracle`` for ``spec``.
 
-    The first use launches the aggregator and the clients (``launch_local``); every later use
-    loads the new population into the same clients (``GrpcLROracle.load``: fresh records,
-    ledgers and session ids, so results equal a fresh in-process oracle's). One population at a
+    The first use launches the aggregator and the clients (``launch_local``), giving the clients
+    a fresh seal key out of band; every later use seals the new population with it and relays it
+    through the aggregator (``GrpcLROracle.load``: new records and session ids, and ledgers keyed
+    by the data, so results for new data equal a fresh in-process oracle's). One population at a
     time: the oracle of a previous ``async with`` must not be used after the next one starts.
     Made by ``grpc_oracle_factory``, which shuts the cluster down on exit.
     """
@@ -172,6 +195,7 @@ class GrpcOracleFactory:
         self.ready_timeout_s = ready_timeout_s
         self.load_timeout_s = load_timeout_s
         self.extra_args = extra_args
+        self._seal_key = new_seal_key()  # the experiment's: given to the clients at spawn only
         self.oracle: GrpcLROracle | None = None  # None until the first use
         self.populations = 0  # populations served so far (1 launch + loads)
         self.load_seconds = 0.0  # wall time spent launching and loading (diagnostic)
@@ -193,12 +217,14 @@ class GrpcOracleFactory:
             started = time.perf_counter()
             if self.oracle is None:
                 self.oracle = await self._stack.enter_async_context(
-                    launch_local(population, self.processes, ready_timeout_s=self.ready_timeout_s, extra_args=self.extra_args)
+                    launch_local(
+                        population, self.processes, ready_timeout_s=self.ready_timeout_s, extra_args=self.extra_args, seal_key=self._seal_key
+                    )
                 )
                 if self.on_launch is not None:
                     self.on_launch(self.oracle)
             else:
-                await self.oracle.load(population, self.load_timeout_s)
+                await self.oracle.load(population.description(), seal_population(self._seal_key, population), self.load_timeout_s)
             self.populations += 1
             self.load_seconds += time.perf_counter() - started
             yield self.oracle

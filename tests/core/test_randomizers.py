@@ -1,6 +1,8 @@
-"""Every randomizer is ε-local (KLNRS Def. 4.3), exactly; broken variants are caught.
+"""Every randomizer is ε-local (KLNRS Def. 4.3) as realized by its sampler; broken variants are caught.
 
-Exact checks are deterministic. Statistical checks are seeded; each states its false-alarm rate.
+Exact checks are deterministic (``verify_exact`` audits the integer distribution the sampler
+emits; tests/core/test_realized_audit.py has the full ε matrix and the float-rounding variants).
+Statistical checks are seeded; each states its false-alarm rate.
 """
 
 import math
@@ -9,15 +11,20 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from ldp.core.audit import audit_epsilon, chi_square_fit, verify_exact
+from ldp.core.audit import audit_epsilon, chi_square_fit, verify_declared, verify_exact
 from ldp.core.errors import ParameterError
 from ldp.core.randomizers import (
+    TWO64,
     BinaryRandomizedResponse,
     DiscreteLaplaceRandomizer,
     KaryRandomizedResponse,
     LaplaceRandomizer,
     PlusMinusRandomizedResponse,
     RecordRandomizedResponse,
+    _pm_thresholds,
+    _rr_draw,
+    _rr_log,
+    rr_cells,
 )
 from ldp.core.rng import RandomSource
 
@@ -29,8 +36,6 @@ def all_randomizers(eps):
         BinaryRandomizedResponse(eps),
         KaryRandomizedResponse(eps, (0, 1, 2)),
         KaryRandomizedResponse(eps, tuple(range(16))),
-        LaplaceRandomizer(eps, 1.0),
-        LaplaceRandomizer(eps, 3.5),
         DiscreteLaplaceRandomizer(eps, 1.0),
         DiscreteLaplaceRandomizer(eps, 3.5),
         PlusMinusRandomizedResponse(eps, 1.0),
@@ -45,8 +50,16 @@ def test_every_randomizer_passes_the_exact_check(eps):
     for R in all_randomizers(eps):
         audit = verify_exact(R)
         assert audit.passed, (R, audit)
-        # and the declared ε is tight (no budget wasted): the loss reaches ε
-        assert audit.max_log_ratio >= eps * (1 - 1e-9), (R, audit)
+        # and the declared ε is tight (no budget wasted): the loss reaches ε (discrete Laplace
+        # keeps a 2^-12 relative slack to absorb its integer cells)
+        assert audit.max_log_ratio >= eps * (1 - 2.0**-11), (R, audit)
+
+
+def test_float_laplace_is_not_auditable():
+    audit = verify_exact(LaplaceRandomizer(1.0, 1.0))
+    assert not audit.passed and not audit.auditable and audit.method.startswith("not auditable: floats")
+    # its *declared* density is 1-private (the claim holds; the floats it emits do not)
+    assert verify_declared(LaplaceRandomizer(1.0, 1.0)).max_log_ratio == pytest.approx(1.0, rel=1e-9)
 
 
 # --- deliberately broken variants: each must be caught by the exact check ---
@@ -54,19 +67,16 @@ def test_every_randomizer_passes_the_exact_check(eps):
 
 @dataclass(frozen=True)
 class UnderstatedRR(BinaryRandomizedResponse):
-    """Declares ε but behaves like 1.1ε."""
+    """Declares ε but its cells (sampler and log_prob alike) are those of 1.1ε."""
 
-    @property
-    def keep_probability(self) -> float:
-        return 1.0 / (1.0 + math.exp(-1.1 * self.epsilon))
-
-    def log_prob(self, u, w):
-        p = self.keep_probability
-        return np.where(np.asarray(u) == np.asarray(w), math.log(p), math.log1p(-p))
+    def _cell_epsilon(self):
+        return 1.1 * self.epsilon
 
 
 @dataclass(frozen=True)
 class UnderstatedKary(KaryRandomizedResponse):
+    """Samples honestly but declares the probabilities of 1.1ε (log_prob ≠ realized)."""
+
     def log_prob(self, u, w):
         e = 1.1 * self.epsilon
         norm = math.log(math.exp(e) + self.k - 1)
@@ -75,10 +85,11 @@ class UnderstatedKary(KaryRandomizedResponse):
 
 @dataclass(frozen=True)
 class UnderstatedPM(PlusMinusRandomizedResponse):
+    """Thresholds (and magnitude) of 1.1ε under a declared ε."""
+
     @property
-    def magnitude(self) -> float:
-        e = 1.1 * self.epsilon
-        return self.bound * (math.expm1(e) + 2.0) / math.expm1(e)
+    def thresholds(self):
+        return _pm_thresholds(1.1 * self.epsilon)
 
 
 @dataclass(frozen=True)
@@ -90,11 +101,11 @@ class UnderstatedLaplace(LaplaceRandomizer):
 
 @dataclass(frozen=True)
 class SwappedKary(KaryRandomizedResponse):
-    """Keep and other probabilities swapped: 1/(e^ε+k−1) for the truth, e^ε/(e^ε+k−1) for others."""
+    """Declares keep and other probabilities swapped."""
 
     def log_prob(self, u, w):
-        norm = math.log(math.exp(self.epsilon) + self.k - 1)
-        return np.where(np.asarray(u) == np.asarray(w), -norm, self.epsilon - norm)
+        a, b = self.cell_sizes
+        return np.where(np.asarray(u) == np.asarray(w), _rr_log(b), _rr_log(a))
 
 
 @dataclass(frozen=True)
@@ -108,27 +119,26 @@ class HalfScaleLaplace(LaplaceRandomizer):
 
 @dataclass(frozen=True)
 class HalfSensitivityDiscreteLaplace(DiscreteLaplaceRandomizer):
-    """α = e^{−ε/c} instead of e^{−ε/(2c)}: forgets that a replaced value moves by 2b."""
+    """Noise table of ratio e^{−ε/c} instead of e^{−ε/(2c)}: forgets that a replaced value moves by 2b."""
 
     @property
-    def alpha(self) -> float:
-        return math.exp(-self.epsilon / self.steps)
+    def _table(self):
+        from ldp.core.randomizers import _noise_table
 
-    def _log_pmf_given_k(self, k, m):
-        log_a = -self.epsilon / self.steps
-        interior = math.log1p(-self.alpha) - math.log1p(self.alpha) + np.abs(m - k) * log_a
-        upper = (self.window - k) * log_a - math.log1p(self.alpha)
-        lower = (self.window + k) * log_a - math.log1p(self.alpha)
-        return np.where(m >= self.window, upper, np.where(m <= -self.window, lower, interior))
+        return _noise_table(2 * self.epsilon, self.steps, self.SLACK, self._extension() // 2)
 
 
 @dataclass(frozen=True)
 class ClampedWithoutTailsDiscreteLaplace(DiscreteLaplaceRandomizer):
-    """Declares the interior formula at the window's ends too (forgets the clamped tail mass)."""
+    """Declares the interior cell at the window's ends too (forgets the clamped tail mass)."""
 
-    def _log_pmf_given_k(self, k, m):
-        log_a = -self.epsilon / (2 * self.steps)
-        return math.log1p(-self.alpha) - math.log1p(self.alpha) + np.abs(m - k) * log_a
+    def log_prob(self, u, w):
+        k0, f53 = self._rounding(u)
+        m = np.rint(np.asarray(w, dtype=np.float64) / self.grid).astype(np.int64)
+        t = self._table
+        cell = lambda k: t.cells[np.clip(m - k + t.half_width, 0, 2 * t.half_width)].astype(np.float64)  # noqa: E731
+        f = f53.astype(np.float64)
+        return np.log((2.0**53 - f) * cell(k0) + f * cell(np.minimum(k0 + 1, self.steps))) - 117 * math.log(2)
 
 
 @pytest.mark.parametrize("eps", EPSILONS)
@@ -139,17 +149,23 @@ def test_broken_variants_are_caught_by_the_exact_check(eps):
         UnderstatedRR(eps),
         UnderstatedKary(eps, (0, 1, 2, 3)),
         UnderstatedPM(eps, 1.0),
-        UnderstatedLaplace(eps, 1.0),
         SwappedKary(eps, (0, 1, 2)),
-        HalfScaleLaplace(eps, 1.0),
     ]
     for R in broken:
         assert not verify_exact(R).passed, R
+    # the float Laplace variants are "caught" trivially (not auditable); their declarations are wrong too
+    for R in (UnderstatedLaplace(eps, 1.0), HalfScaleLaplace(eps, 1.0)):
+        assert not verify_exact(R).passed and not verify_declared(R).within_epsilon, R
 
 
 def test_laplace_half_scale_loss_is_twice_epsilon():
-    audit = verify_exact(HalfScaleLaplace(1.0, 1.0))
+    audit = verify_declared(HalfScaleLaplace(1.0, 1.0))
     assert audit.max_log_ratio == pytest.approx(2.0, rel=1e-9)
+
+
+def test_understated_cells_lose_exactly_their_real_epsilon():
+    audit = verify_exact(UnderstatedRR(1.0))
+    assert not audit.within_epsilon and audit.max_log_ratio == pytest.approx(1.1, rel=1e-12)
 
 
 # --- statistical audit: the samplers do what the probabilities say ---
@@ -166,6 +182,7 @@ ALPHA = 1e-6  # false-alarm rate per audit: Pr[ε_lcb > ε | ε-private sampler]
         (PlusMinusRandomizedResponse(1.0, 1.0), 1.0, -1.0),
         (LaplaceRandomizer(2.0, 1.0), 1.0, -1.0),
         (DiscreteLaplaceRandomizer(2.0, 1.0), 1.0, -1.0),
+        (DiscreteLaplaceRandomizer(2.0, 1.0, steps=1), 1.0, -1.0),
     ],
 )
 def test_statistical_audit_passes_honest_samplers(R, u, u2):
@@ -185,19 +202,20 @@ def test_statistical_audit_catches_understated_epsilon(eps):
 
 @dataclass(frozen=True)
 class SamplerUnderstatedRR(BinaryRandomizedResponse):
-    """Declares honest probabilities (log_prob is correct for ε) but samples with 1.1ε:
-    only a test of the *sampler* can see this."""
+    """Declares honest cells and probabilities for ε but samples with the cells of 1.1ε:
+    only a check of the *sampler* can see this."""
 
     def sample(self, inputs, randomness):
-        keep = randomness.uniform(0) < 1.0 / (1.0 + math.exp(-1.1 * self.epsilon))
-        u = np.asarray(inputs).astype(np.uint8)
-        return np.where(keep, u, 1 - u).astype(np.uint8)
+        a, b = rr_cells(1.1 * self.epsilon, 2)
+        return _rr_draw((np.asarray(inputs) != 0).astype(np.int64), randomness.bits(0), a, b).astype(np.uint8)
 
 
 def test_sampler_that_disagrees_with_its_declared_probabilities_is_caught():
     R = SamplerUnderstatedRR(1.0)
-    assert verify_exact(R).passed  # the declaration is fine...
-    assert not audit_epsilon(R, 1, 0, n=N, alpha=ALPHA, seed=13).passed  # ...the sampler is not
+    assert verify_declared(R).within_epsilon  # the declaration is fine...
+    audit = verify_exact(R)  # ...the sampler is not: it does not emit its table
+    assert not audit.passed and audit.sampler_consistent is False, audit
+    assert not audit_epsilon(R, 1, 0, n=N, alpha=ALPHA, seed=13).passed
     assert not chi_square_fit(R, 1, n=N, alpha=ALPHA, seed=13).passed
 
 
@@ -210,6 +228,7 @@ def test_sampler_that_disagrees_with_its_declared_probabilities_is_caught():
         (LaplaceRandomizer(1.0, 1.0), 0.3),
         (DiscreteLaplaceRandomizer(1.0, 1.0), 0.3),
         (DiscreteLaplaceRandomizer(0.25, 2.0), -1.9),
+        (DiscreteLaplaceRandomizer(16.0, 1.0, steps=1), 0.4),
     ],
 )
 def test_samplers_fit_their_declared_distribution(R, u):
@@ -240,6 +259,32 @@ def test_estimators_are_unbiased_with_the_stated_variance(R, u):
     assert est.var() == pytest.approx(var, rel=0.05)
 
 
+@pytest.mark.parametrize("eps", [1.0, 40.0])
+def test_estimators_use_the_realized_probabilities(eps):
+    """At ε = 40 the ideal keep probability e^ε/(e^ε+1) and the realized A/2^64 differ by far more
+    than float rounding; the estimator must invert the realized one to stay unbiased."""
+    R = BinaryRandomizedResponse(eps)
+    a, b = R.cell_sizes
+    p, q = a / TWO64, b / TWO64
+    for u in (0.0, 1.0):
+        expected_w = p * u + q * (1 - u)  # E[w] under the realized distribution
+        assert float(R.estimate(np.array([1.0]))[0]) * expected_w + float(R.estimate(np.array([0.0]))[0]) * (1 - expected_w) == pytest.approx(u, abs=1e-9)
+    K = KaryRandomizedResponse(eps, (0, 1, 2, 5))
+    for i, u in enumerate(K.categories):
+        pk, qk = K.keep_probability, K.other_probability
+        expected = sum((pk if j == i else qk) * float(K.estimate(np.array([c]))[0]) for j, c in enumerate(K.categories))
+        assert expected == pytest.approx(u, abs=1e-6)
+
+
+def test_kary_frequencies_are_vectorized_and_unbiased():
+    R = KaryRandomizedResponse(2.0, (0, 1, 2, 3))
+    n = 200_000
+    x = np.repeat([0.0, 1.0, 3.0, 3.0], n // 4)
+    freq = R.frequencies(R.sample(x, RandomSource(4).for_request("t", 1, np.arange(n))))
+    np.testing.assert_allclose(freq, [0.25, 0.25, 0.0, 0.5], atol=0.02)
+    np.testing.assert_allclose(R.frequencies(np.array([])), (0 - R.other_probability) / (R.keep_probability - R.other_probability))
+
+
 def test_record_rr_column_frequencies_are_unbiased():
     R = RecordRandomizedResponse(3.0, (0, 0), (1, 3))
     n = 100_000
@@ -265,18 +310,21 @@ def test_invalid_parameters_name_the_parameter():
         KaryRandomizedResponse(1.0, (1, 1))
 
 
-@pytest.mark.parametrize("eps", [0.1, 1.0, 8.0])
-def test_discrete_laplace_reports_never_reveal_which_inputs_could_have_made_them(eps):
+@pytest.mark.parametrize("eps,steps", [(0.1, None), (1.0, None), (8.0, None), (16.0, 1), (16.0, 2), (13.0, 4)])
+def test_discrete_laplace_reports_never_reveal_which_inputs_could_have_made_them(eps, steps):
     """The floating-point canary (reference §4f, Mironov 2012): every report drawn from input −b
-    or +b lies on the public grid, inside the public window, and has positive declared
-    probability under every other input — so no report rules an input out."""
-    R = DiscreteLaplaceRandomizer(eps, 1.0)
+    or +b lies on the public grid, inside the public window, and has positive *realized*
+    probability under every other grid input — so no report rules an input out (this is where the
+    old float geometric failed for steps ≤ 4 at ε ≥ 12.5)."""
+    R = DiscreteLaplaceRandomizer(eps, 1.0, steps)
     grid = R.output_domain()
+    _, _, hi, lo, _ = R.realized_extremes()
+    assert (lo > 0).all()  # every report has positive mass under every input
     for u in (-1.0, 1.0):
         w = R.sample(np.full(20_000, u), RandomSource(5).for_request("reach", int(u > 0), np.arange(20_000)))
         assert np.isin(w, grid).all()
-        for other in R.input_domain()[:: max(1, len(R.input_domain()) // 16)]:
-            assert np.isfinite(R.log_prob(other, np.unique(w))).all()
+        inputs = R.audit_inputs()[:: max(1, len(R.audit_inputs()) // 16)]
+        assert np.isfinite(R.log_prob(inputs[:, None], np.unique(w)[None, :])).all()
 
 
 def test_discrete_laplace_parameters_are_validated():
@@ -284,3 +332,8 @@ def test_discrete_laplace_parameters_are_validated():
         DiscreteLaplaceRandomizer(1.0, 1.0, steps=3)
     with pytest.raises(ParameterError, match="ε ≤ 16"):
         DiscreteLaplaceRandomizer(20.0, 1.0)
+    # (ε, steps) that cannot be made exact are refused at construction, with what would work
+    with pytest.raises(ParameterError, match="cannot be made exact.*steps from 1 to"):
+        DiscreteLaplaceRandomizer(1.0, 1.0, steps=2**20)
+    with pytest.raises(ParameterError, match="no steps works at this ε"):
+        DiscreteLaplaceRandomizer(2.0**-17, 1.0)

@@ -1,9 +1,9 @@
-"""Randomness is a pure function of (seed, stream, user, request, draw) — DESIGN.md §2."""
+"""Randomness is a pure function of (key, user, counter, draw) — docs/design.md §2."""
 
 import numpy as np
 import pytest
 
-from ldp.core.rng import RandomSource, generator
+from ldp.core.rng import RandomSource, UserRandomness, generator, secret_key
 
 
 def test_sharded_draws_equal_whole_population_in_any_order():
@@ -47,12 +47,34 @@ def test_uniforms_are_uniform_and_open():
     assert chi2 < 58.0  # χ²_19 at α = 1e-6 is ≈ 58: false-alarm rate 1e-6
 
 
-def test_secure_mode_is_not_reproducible_but_uniform():
-    s = RandomSource(seed=0, secure=True)
-    a = s.for_request("reports", 1, np.arange(1000)).uniform(0)
-    b = s.for_request("reports", 1, np.arange(1000)).uniform(0)
-    assert not np.array_equal(a, b)
-    assert 0.4 < a.mean() < 0.6
+def test_draws_are_keyed_by_the_secret_and_the_counter():
+    """The same user and draw index under another key, or another counter, is a new draw."""
+    users = np.arange(1000)
+    key = secret_key()
+    a = UserRandomness(key, users, 0).bits(0)
+    assert np.array_equal(a, UserRandomness(key, users, 0).bits(0))
+    for other in (UserRandomness(secret_key(), users, 0), UserRandomness(key, users, 1), UserRandomness(key, users, np.arange(1000, dtype=np.uint64))):
+        assert (other.bits(0) != a).mean() > 0.99
+    assert 0.4 < UserRandomness(key, users, 0).uniform(0).mean() < 0.6
+
+
+def test_the_largest_uniform_is_below_one():
+    """The old (k + 1/2)·2^-53 rounded up to exactly 1.0 at k = 2^53 − 1; the 52-bit grid cannot."""
+    from ldp.core import rng
+
+    top = np.array([np.uint64(2**64 - 1)])
+    assert ((top >> np.uint64(12)).astype(np.float64) * 2.0 + 1.0) * 2.0**-53 < 1.0
+    old = ((top >> np.uint64(11)).astype(np.float64) + 0.5) * 2.0**-53
+    assert old[0] == 1.0  # the broken variant this guards against
+    class Top:
+        users = np.zeros(1, dtype=np.int64)
+        key = b"\0" * 32
+        counters = 0
+
+        def bits(self, draw: int = 0) -> np.ndarray:
+            return top
+
+    assert rng.UserRandomness.uniform(Top(), 0)[0] == 1.0 - 2.0**-53  # type: ignore[arg-type]
 
 
 def test_generator_is_keyed_by_labels():

@@ -21,7 +21,7 @@ def population(n=3000, budget=1.0, seed=7):
 
 
 RR = RandomizerSpec("binary_rr", field_query("b"), 0.5)
-LAP = RandomizerSpec("laplace", label_query(), 0.25)
+LAP = RandomizerSpec("discrete_laplace", label_query(), 0.25)
 
 
 async def run_script(oracle):
@@ -89,7 +89,9 @@ async def test_replayed_interactive_round_is_refused():
         (RandomizerSpec("nope", label_query(), 0.5), "unknown randomizer kind"),
         (RandomizerSpec("binary_rr", label_query(), float("nan")), "epsilon"),
         (RandomizerSpec("binary_rr", label_query(), 0.5), "binary_rr needs a {0,1}-valued query"),
-        (RandomizerSpec("laplace", conjunction(("b", 0, 7)), 0.5), "takes values"),
+        (RandomizerSpec("discrete_laplace", conjunction(("b", 0, 7)), 0.5), "takes values"),
+        (RandomizerSpec("laplace", label_query(), 0.5), "not auditable"),
+        (RandomizerSpec("pm_rr", record_query(), 0.5), "record"),
     ],
 )
 async def test_invalid_requests_are_errors_and_charge_nothing(spec, match):

@@ -78,7 +78,7 @@ async def test_simulator_enforces_sessions_and_budgets() -> None:
     (over,) = await interactive.round([Request.of(range(50), RandomizerSpec("binary_rr", label_query(), 0.5))])
     assert len(over.refused_users) == 50  # 0.75 + 0.5 > 1: the simulated ledgers refuse
     (laplace,) = await interactive.round([Request.of(range(50), RandomizerSpec("laplace", label_query(), 0.1))])
-    assert np.all(laplace.status == Status.ERROR) and "finite output" in laplace.errors[0]
+    assert np.all(laplace.status == Status.ERROR) and "not auditable" in laplace.errors[0]  # float Laplace: refused at build
     assert sim.distance_bound == pytest.approx(50 * report_distance_bound(1e-4, 0.75) + (1 - 0.99))
 
 

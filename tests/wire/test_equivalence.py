@@ -1,5 +1,5 @@
 """Same seed, same program: bit-identical reports, refusals and ledgers in process and over
-gRPC with 1 and 3 client processes (DESIGN.md §2 "one LR-oracle interface, many transports")."""
+gRPC with 1 and 3 client processes (docs/design.md §2 "one LR-oracle interface, many transports")."""
 
 from __future__ import annotations
 

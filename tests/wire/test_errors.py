@@ -39,7 +39,7 @@ async def _alive(oracle: GrpcLROracle) -> None:
 async def test_a_large_round_is_split_under_the_size_limit(oracle: GrpcLROracle) -> None:
     # 6·10^5 float64 reports (4.8 MB) exceed gRPC's 4 MiB default: they arrive in parts.
     s = Session(oracle, SessionKind.INTERACTIVE)
-    (r,) = await s.round([Request.of(range(N), rr(2.0**-10, BIT0, "laplace"))])
+    (r,) = await s.round([Request.of(range(N), rr(2.0**-10, BIT0, "discrete_laplace"))])
     assert r.counts()["answered"] == N and r.values.dtype == np.float64 and len(r.values) == N
     assert np.isfinite(r.values).all()
     # 6·10^5 explicit ids (4.8 MB) in the request: split into parts too, reassembled in order.

@@ -4,9 +4,11 @@ discarded), the aggregator killed, an aggregator that is not up yet."""
 from __future__ import annotations
 
 import asyncio
+import json
 import signal
 import subprocess
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,6 +20,7 @@ from ldp.local.messages import SessionKind, Status
 from ldp.local.oracle import InProcessLROracle
 from ldp.local.session import Request, Session
 from ldp.wire import codec
+from ldp.wire.client_config import ClientConfig
 from ldp.wire.aggregator import GrpcAggregator
 from ldp.wire.launcher import launch_local
 
@@ -33,11 +36,15 @@ async def _wait_process(proc: subprocess.Popen[bytes], timeout_s: float) -> int:
 
 
 async def test_wrong_protocol_version_is_turned_away_naming_both_versions() -> None:
-    async with GrpcAggregator(population(n=100)) as aggregator:
+    async with GrpcAggregator(population(n=100).description()) as aggregator:
         proc = subprocess.Popen(
-            [PYTHON, "-m", "ldp.wire.client", "--connect", aggregator.address, "--protocol-version", "99", "--connect-timeout", "10"],
+            [PYTHON, "-m", "ldp.wire.client", "--connect", aggregator.address, "--config", "-", "--protocol-version", "99", "--connect-timeout", "10"],
+            stdin=subprocess.PIPE,
             stderr=subprocess.PIPE,
         )
+        assert proc.stdin is not None
+        proc.stdin.write(ClientConfig(population=population(n=100)).dumps().encode())
+        proc.stdin.close()
         try:
             code = await _wait_process(proc, 20)
             err = proc.stderr.read().decode() if proc.stderr else ""
@@ -80,7 +87,7 @@ async def test_missed_deadline_reports_missing_and_a_late_reply_is_discarded() -
         r0 = await s.round([Request.of(range(n), rr(0.25))])
         took = time.monotonic() - t
         s.deadline_s = 10.0
-        r1 = await s.round([Request.of(range(0, n, 3), rr(0.25, kind="laplace"))])
+        r1 = await s.round([Request.of(range(0, n, 3), rr(0.25, kind="discrete_laplace"))])
         return r0 + r1, took
 
     reference, _ = await program(InProcessLROracle(spec), 30.0)
@@ -101,11 +108,21 @@ async def _reference_ledger(spec: object) -> np.ndarray:
     o = InProcessLROracle(spec)  # type: ignore[arg-type]
     s = Session(o, SessionKind.INTERACTIVE)
     await s.round([Request.of(range(spec.size), rr(0.25))])  # type: ignore[attr-defined]
-    await s.round([Request.of(range(0, spec.size, 3), rr(0.25, kind="laplace"))])  # type: ignore[attr-defined]
+    await s.round([Request.of(range(0, spec.size, 3), rr(0.25, kind="discrete_laplace"))])  # type: ignore[attr-defined]
     return o.ledger_spent_units()
 
 
-def test_aggregator_killed_clients_exit_with_a_clear_message() -> None:
+def _spec_config(tmp_path: Path, users: int) -> tuple[Path, Path]:
+    """The experiment's side: `ldp-sim population` writes rr-demo's spec; a client config holds it."""
+    spec = tmp_path / "spec.json"
+    subprocess.run([PYTHON, "-m", "ldp.cli.main", "population", "rr-demo", "--users", str(users), "--out", str(spec)], check=True, capture_output=True, timeout=60)
+    config = tmp_path / "client.json"
+    config.write_text(json.dumps({"population": json.loads(spec.read_text())}))
+    return spec, config
+
+
+def test_aggregator_killed_clients_exit_with_a_clear_message(tmp_path: Path) -> None:
+    _, config = _spec_config(tmp_path, 1000)
     serve = subprocess.Popen(
         [PYTHON, "-m", "ldp.cli.main", "serve", "--bind", "127.0.0.1:0", "rr-demo", "--users", "1000"],
         stdout=subprocess.PIPE,
@@ -116,7 +133,7 @@ def test_aggregator_killed_clients_exit_with_a_clear_message() -> None:
         line = read_until(serve.stdout, "for 1000 users", 20)  # type: ignore[arg-type]
         address = line.split("listening on ")[1].split()[0]
         # Half the users only: the aggregator keeps waiting for the other half.
-        client = subprocess.Popen([PYTHON, "-m", "ldp.wire.client", "--connect", address, "--shard", "0/2"], stderr=subprocess.PIPE)
+        client = subprocess.Popen([PYTHON, "-m", "ldp.wire.client", "--connect", address, "--config", str(config), "--shard", "0/2"], stderr=subprocess.PIPE)
         read_until(serve.stdout, "shard 0/2 connected", 20)  # type: ignore[arg-type]
         serve.send_signal(signal.SIGKILL)
         code = wait_exit(client, 10)
@@ -128,13 +145,14 @@ def test_aggregator_killed_clients_exit_with_a_clear_message() -> None:
         reap(serve, client)
 
 
-def test_clients_wait_for_a_late_aggregator_then_exit_on_close() -> None:
-    """`ldp-sim clients` started first retries with backoff; `ldp-sim serve` then runs the
-    experiment over them and sends Close; everything exits 0."""
+def test_clients_wait_for_a_late_aggregator_then_exit_on_close(tmp_path: Path) -> None:
+    """`ldp-sim clients` (configured with their own spec file) started first retries with
+    backoff; `ldp-sim serve` then runs the experiment over them and sends Close; all exit 0."""
+    spec, _ = _spec_config(tmp_path, 4000)
     port = free_port()
     address = f"127.0.0.1:{port}"
     clients = subprocess.Popen(
-        [PYTHON, "-m", "ldp.cli.main", "clients", "--connect", address, "--shard", "0/1", "--processes", "2", "--connect-timeout", "30"],
+        [PYTHON, "-m", "ldp.cli.main", "clients", "--connect", address, "--population", str(spec), "--shard", "0/1", "--processes", "2", "--connect-timeout", "30"],
         stderr=subprocess.PIPE,
     )
     serve = None
@@ -156,9 +174,10 @@ def test_clients_wait_for_a_late_aggregator_then_exit_on_close() -> None:
         reap(serve, clients)
 
 
-def test_unreachable_aggregator_gives_up_with_a_message() -> None:
+def test_unreachable_aggregator_gives_up_with_a_message(tmp_path: Path) -> None:
+    _, config = _spec_config(tmp_path, 100)
     proc = subprocess.run(
-        [PYTHON, "-m", "ldp.wire.client", "--connect", f"127.0.0.1:{free_port()}", "--connect-timeout", "1"],
+        [PYTHON, "-m", "ldp.wire.client", "--connect", f"127.0.0.1:{free_port()}", "--config", str(config), "--connect-timeout", "1"],
         capture_output=True,
         timeout=30,
     )

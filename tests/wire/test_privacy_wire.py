@@ -47,7 +47,7 @@ async def test_no_record_crosses_the_wire() -> None:
         await s.round(
             [
                 Request.of(range(n), rr(0.5, QuerySpec("record"), "record_rr")),
-                Request.of(range(n), rr(0.25, BIT0, "laplace")),
+                Request.of(range(n), rr(0.25, BIT0, "discrete_laplace")),
                 Request.of(range(n), rr(0.25, QuerySpec("parity", {"mask": [1] * 48}), "binary_rr")),
             ]
         )

@@ -55,9 +55,9 @@ async def scripted_sessions(oracle: LROracle) -> Outcome:
         ]
     )
     out += r1
-    # Adaptive: the users who reported 1 in round 1 are asked a Laplace question next.
+    # Adaptive: the users who reported 1 in round 1 are asked a (discrete) Laplace question next.
     chosen = r1[0].answered_users[r1[0].values == 1]
-    r2 = await s.round([Request.of(chosen, rr(0.25, BIT0, "laplace")), Request.of(range(n // 2, n), rr(0.125, QuerySpec("record"), "record_rr"))])
+    r2 = await s.round([Request.of(chosen, rr(0.25, BIT0, "discrete_laplace")), Request.of(range(n // 2, n), rr(0.125, QuerySpec("record"), "record_rr"))])
     out += r2
     # Users in `chosen` have spent 0.5 of their budget 1.0: asking them 0.75 more is refused.
     out += await s.round([Request.of(range(0, n), rr(0.75, BIT0, "pm_rr"))])

@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1cldp/wire/v1/aggregator.proto\x12\x0bldp.wire.v1\"\xb8\x01\n\rClientMessage\x12#\n\x05hello\x18\x01 \x01(\x0b\x32\x12.ldp.wire.v1.HelloH\x00\x12#\n\x05ready\x18\x02 \x01(\x0b\x32\x12.ldp.wire.v1.ReadyH\x00\x12(\n\x05reply\x18\x03 \x01(\x0b\x32\x17.ldp.wire.v1.RoundReplyH\x00\x12+\n\x06ledger\x18\x04 \x01(\x0b\x32\x19.ldp.wire.v1.LedgerReportH\x00\x42\x06\n\x04kind\"\xe6\x01\n\rServerMessage\x12\'\n\x07welcome\x18\x01 \x01(\x0b\x32\x14.ldp.wire.v1.WelcomeH\x00\x12*\n\x05round\x18\x02 \x01(\x0b\x32\x19.ldp.wire.v1.RoundRequestH\x00\x12\x30\n\x0cledger_query\x18\x03 \x01(\x0b\x32\x18.ldp.wire.v1.LedgerQueryH\x00\x12#\n\x05\x63lose\x18\x04 \x01(\x0b\x32\x12.ldp.wire.v1.CloseH\x00\x12!\n\x04load\x18\x05 \x01(\x0b\x32\x11.ldp.wire.v1.LoadH\x00\x42\x06\n\x04kind\"\x86\x01\n\x05Hello\x12\x18\n\x10protocol_version\x18\x01 \x01(\r\x12\x13\n\x0bshard_index\x18\x02 \x01(\r\x12\x13\n\x0bshard_count\x18\x03 \x01(\r\x12\x11\n\tsub_index\x18\x04 \x01(\r\x12\x11\n\tsub_count\x18\x05 \x01(\r\x12\x13\n\x0b\x63lient_name\x18\x06 \x01(\t\"w\n\x07Welcome\x12\x18\n\x10protocol_version\x18\x01 \x01(\r\x12\x17\n\x0fpopulation_json\x18\x02 \x01(\t\x12\x12\n\nfirst_user\x18\x03 \x01(\x04\x12\x12\n\nuser_count\x18\x04 \x01(\x04\x12\x11\n\tshard_key\x18\x05 \x01(\t\"_\n\x05Ready\x12\x12\n\nfirst_user\x18\x01 \x01(\x04\x12\x12\n\nuser_count\x18\x02 \x01(\x04\x12\x0e\n\x06\x62udget\x18\x03 \x01(\x01\x12\x0f\n\x07load_id\x18\x04 \x01(\x04\x12\r\n\x05\x65rror\x18\x05 \x01(\t\"X\n\x04Load\x12\x0f\n\x07load_id\x18\x01 \x01(\x04\x12\x17\n\x0fpopulation_json\x18\x02 \x01(\t\x12\x12\n\nfirst_user\x18\x03 \x01(\x04\x12\x12\n\nuser_count\x18\x04 \x01(\x04\"(\n\tUserRange\x12\r\n\x05start\x18\x01 \x01(\x04\x12\x0c\n\x04stop\x18\x02 \x01(\x04\"T\n\nRandomizer\x12\x0c\n\x04kind\x18\x01 \x01(\t\x12\x12\n\nquery_json\x18\x02 \x01(\t\x12\x0f\n\x07\x65psilon\x18\x03 \x01(\x01\x12\x13\n\x0bparams_json\x18\x04 \x01(\t\"\x8e\x01\n\nAssignment\x12\x12\n\nrequest_id\x18\x01 \x01(\x04\x12\'\n\x05range\x18\x02 \x01(\x0b\x32\x16.ldp.wire.v1.UserRangeH\x00\x12\r\n\x03ids\x18\x03 \x01(\x0cH\x00\x12+\n\nrandomizer\x18\x04 \x01(\x0b\x32\x17.ldp.wire.v1.RandomizerB\x07\n\x05users\"\xac\x01\n\x0cRoundRequest\x12\x12\n\nsession_id\x18\x01 \x01(\x04\x12\x14\n\x0csession_kind\x18\x02 \x01(\x05\x12\r\n\x05round\x18\x03 \x01(\r\x12\x12\n\nlast_round\x18\x04 \x01(\x08\x12\x12\n\ndeadline_s\x18\x05 \x01(\x01\x12,\n\x0b\x61ssignments\x18\x06 \x03(\x0b\x32\x17.ldp.wire.v1.Assignment\x12\r\n\x05\x66inal\x18\x07 \x01(\x08\"~\n\x06Result\x12\x12\n\nrequest_id\x18\x01 \x01(\x04\x12\r\n\x05\x65rror\x18\x02 \x01(\t\x12\x12\n\nuser_count\x18\x03 \x01(\x04\x12\x0f\n\x07refused\x18\x04 \x01(\x0c\x12\r\n\x05\x64type\x18\x05 \x01(\t\x12\r\n\x05width\x18\x06 \x01(\r\x12\x0e\n\x06values\x18\x07 \x01(\x0c\"s\n\nRoundReply\x12\x12\n\nsession_id\x18\x01 \x01(\x04\x12\r\n\x05round\x18\x02 \x01(\r\x12\r\n\x05\x65rror\x18\x03 \x01(\t\x12$\n\x07results\x18\x04 \x03(\x0b\x32\x13.ldp.wire.v1.Result\x12\r\n\x05\x66inal\x18\x05 \x01(\x08\"\x1f\n\x0bLedgerQuery\x12\x10\n\x08query_id\x18\x01 \x01(\x04\"X\n\x0cLedgerReport\x12\x10\n\x08query_id\x18\x01 \x01(\x04\x12\x12\n\nfirst_user\x18\x02 \x01(\x04\x12\x13\n\x0bspent_units\x18\x03 \x01(\x0c\x12\r\n\x05\x66inal\x18\x04 \x01(\x08\"\x17\n\x05\x43lose\x12\x0e\n\x06reason\x18\x01 \x01(\t2S\n\nAggregator\x12\x45\n\x07\x43onnect\x12\x1a.ldp.wire.v1.ClientMessage\x1a\x1a.ldp.wire.v1.ServerMessage(\x01\x30\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1cldp/wire/v1/aggregator.proto\x12\x0bldp.wire.v1\"\xb8\x01\n\rClientMessage\x12#\n\x05hello\x18\x01 \x01(\x0b\x32\x12.ldp.wire.v1.HelloH\x00\x12#\n\x05ready\x18\x02 \x01(\x0b\x32\x12.ldp.wire.v1.ReadyH\x00\x12(\n\x05reply\x18\x03 \x01(\x0b\x32\x17.ldp.wire.v1.RoundReplyH\x00\x12+\n\x06ledger\x18\x04 \x01(\x0b\x32\x19.ldp.wire.v1.LedgerReportH\x00\x42\x06\n\x04kind\"\xe6\x01\n\rServerMessage\x12\'\n\x07welcome\x18\x01 \x01(\x0b\x32\x14.ldp.wire.v1.WelcomeH\x00\x12*\n\x05round\x18\x02 \x01(\x0b\x32\x19.ldp.wire.v1.RoundRequestH\x00\x12\x30\n\x0cledger_query\x18\x03 \x01(\x0b\x32\x18.ldp.wire.v1.LedgerQueryH\x00\x12#\n\x05\x63lose\x18\x04 \x01(\x0b\x32\x12.ldp.wire.v1.CloseH\x00\x12!\n\x04load\x18\x05 \x01(\x0b\x32\x11.ldp.wire.v1.LoadH\x00\x42\x06\n\x04kind\"\x86\x01\n\x05Hello\x12\x18\n\x10protocol_version\x18\x01 \x01(\r\x12\x13\n\x0bshard_index\x18\x02 \x01(\r\x12\x13\n\x0bshard_count\x18\x03 \x01(\r\x12\x11\n\tsub_index\x18\x04 \x01(\r\x12\x11\n\tsub_count\x18\x05 \x01(\r\x12\x13\n\x0b\x63lient_name\x18\x06 \x01(\t\"u\n\x07Welcome\x12\x18\n\x10protocol_version\x18\x01 \x01(\r\x12\x12\n\nfirst_user\x18\x03 \x01(\x04\x12\x12\n\nuser_count\x18\x04 \x01(\x04\x12\x11\n\tshard_key\x18\x05 \x01(\tJ\x04\x08\x02\x10\x03R\x0fpopulation_json\"y\n\x05Ready\x12\x12\n\nfirst_user\x18\x01 \x01(\x04\x12\x12\n\nuser_count\x18\x02 \x01(\x04\x12\x0e\n\x06\x62udget\x18\x03 \x01(\x01\x12\x0f\n\x07load_id\x18\x04 \x01(\x04\x12\r\n\x05\x65rror\x18\x05 \x01(\t\x12\x18\n\x10\x64\x65scription_json\x18\x06 \x01(\t\"q\n\x04Load\x12\x0f\n\x07load_id\x18\x01 \x01(\x04\x12\x12\n\nfirst_user\x18\x03 \x01(\x04\x12\x12\n\nuser_count\x18\x04 \x01(\x04\x12\x19\n\x11sealed_population\x18\x05 \x01(\x0cJ\x04\x08\x02\x10\x03R\x0fpopulation_json\"(\n\tUserRange\x12\r\n\x05start\x18\x01 \x01(\x04\x12\x0c\n\x04stop\x18\x02 \x01(\x04\"T\n\nRandomizer\x12\x0c\n\x04kind\x18\x01 \x01(\t\x12\x12\n\nquery_json\x18\x02 \x01(\t\x12\x0f\n\x07\x65psilon\x18\x03 \x01(\x01\x12\x13\n\x0bparams_json\x18\x04 \x01(\t\"\x8e\x01\n\nAssignment\x12\x12\n\nrequest_id\x18\x01 \x01(\x04\x12\'\n\x05range\x18\x02 \x01(\x0b\x32\x16.ldp.wire.v1.UserRangeH\x00\x12\r\n\x03ids\x18\x03 \x01(\x0cH\x00\x12+\n\nrandomizer\x18\x04 \x01(\x0b\x32\x17.ldp.wire.v1.RandomizerB\x07\n\x05users\"\xac\x01\n\x0cRoundRequest\x12\x12\n\nsession_id\x18\x01 \x01(\x04\x12\x14\n\x0csession_kind\x18\x02 \x01(\x05\x12\r\n\x05round\x18\x03 \x01(\r\x12\x12\n\nlast_round\x18\x04 \x01(\x08\x12\x12\n\ndeadline_s\x18\x05 \x01(\x01\x12,\n\x0b\x61ssignments\x18\x06 \x03(\x0b\x32\x17.ldp.wire.v1.Assignment\x12\r\n\x05\x66inal\x18\x07 \x01(\x08\"~\n\x06Result\x12\x12\n\nrequest_id\x18\x01 \x01(\x04\x12\r\n\x05\x65rror\x18\x02 \x01(\t\x12\x12\n\nuser_count\x18\x03 \x01(\x04\x12\x0f\n\x07refused\x18\x04 \x01(\x0c\x12\r\n\x05\x64type\x18\x05 \x01(\t\x12\r\n\x05width\x18\x06 \x01(\r\x12\x0e\n\x06values\x18\x07 \x01(\x0c\"s\n\nRoundReply\x12\x12\n\nsession_id\x18\x01 \x01(\x04\x12\r\n\x05round\x18\x02 \x01(\r\x12\r\n\x05\x65rror\x18\x03 \x01(\t\x12$\n\x07results\x18\x04 \x03(\x0b\x32\x13.ldp.wire.v1.Result\x12\r\n\x05\x66inal\x18\x05 \x01(\x08\"\x1f\n\x0bLedgerQuery\x12\x10\n\x08query_id\x18\x01 \x01(\x04\"X\n\x0cLedgerReport\x12\x10\n\x08query_id\x18\x01 \x01(\x04\x12\x12\n\nfirst_user\x18\x02 \x01(\x04\x12\x13\n\x0bspent_units\x18\x03 \x01(\x0c\x12\r\n\x05\x66inal\x18\x04 \x01(\x08\"\x17\n\x05\x43lose\x12\x0e\n\x06reason\x18\x01 \x01(\t2S\n\nAggregator\x12\x45\n\x07\x43onnect\x12\x1a.ldp.wire.v1.ClientMessage\x1a\x1a.ldp.wire.v1.ServerMessage(\x01\x30\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -38,29 +38,29 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_HELLO']._serialized_start=466
   _globals['_HELLO']._serialized_end=600
   _globals['_WELCOME']._serialized_start=602
-  _globals['_WELCOME']._serialized_end=721
-  _globals['_READY']._serialized_start=723
-  _globals['_READY']._serialized_end=818
-  _globals['_LOAD']._serialized_start=820
-  _globals['_LOAD']._serialized_end=908
-  _globals['_USERRANGE']._serialized_start=910
-  _globals['_USERRANGE']._serialized_end=950
-  _globals['_RANDOMIZER']._serialized_start=952
-  _globals['_RANDOMIZER']._serialized_end=1036
-  _globals['_ASSIGNMENT']._serialized_start=1039
-  _globals['_ASSIGNMENT']._serialized_end=1181
-  _globals['_ROUNDREQUEST']._serialized_start=1184
-  _globals['_ROUNDREQUEST']._serialized_end=1356
-  _globals['_RESULT']._serialized_start=1358
-  _globals['_RESULT']._serialized_end=1484
-  _globals['_ROUNDREPLY']._serialized_start=1486
-  _globals['_ROUNDREPLY']._serialized_end=1601
-  _globals['_LEDGERQUERY']._serialized_start=1603
-  _globals['_LEDGERQUERY']._serialized_end=1634
-  _globals['_LEDGERREPORT']._serialized_start=1636
-  _globals['_LEDGERREPORT']._serialized_end=1724
-  _globals['_CLOSE']._serialized_start=1726
-  _globals['_CLOSE']._serialized_end=1749
-  _globals['_AGGREGATOR']._serialized_start=1751
-  _globals['_AGGREGATOR']._serialized_end=1834
+  _globals['_WELCOME']._serialized_end=719
+  _globals['_READY']._serialized_start=721
+  _globals['_READY']._serialized_end=842
+  _globals['_LOAD']._serialized_start=844
+  _globals['_LOAD']._serialized_end=957
+  _globals['_USERRANGE']._serialized_start=959
+  _globals['_USERRANGE']._serialized_end=999
+  _globals['_RANDOMIZER']._serialized_start=1001
+  _globals['_RANDOMIZER']._serialized_end=1085
+  _globals['_ASSIGNMENT']._serialized_start=1088
+  _globals['_ASSIGNMENT']._serialized_end=1230
+  _globals['_ROUNDREQUEST']._serialized_start=1233
+  _globals['_ROUNDREQUEST']._serialized_end=1405
+  _globals['_RESULT']._serialized_start=1407
+  _globals['_RESULT']._serialized_end=1533
+  _globals['_ROUNDREPLY']._serialized_start=1535
+  _globals['_ROUNDREPLY']._serialized_end=1650
+  _globals['_LEDGERQUERY']._serialized_start=1652
+  _globals['_LEDGERQUERY']._serialized_end=1683
+  _globals['_LEDGERREPORT']._serialized_start=1685
+  _globals['_LEDGERREPORT']._serialized_end=1773
+  _globals['_CLOSE']._serialized_start=1775
+  _globals['_CLOSE']._serialized_end=1798
+  _globals['_AGGREGATOR']._serialized_start=1800
+  _globals['_AGGREGATOR']._serialized_end=1883
 # @@protoc_insertion_point(module_scope)

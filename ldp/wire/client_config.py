@@ -1,0 +1,148 @@
+"""What a client process is configured with, on the users' side, never by the aggregator.
+
+A ``ClientConfig`` says which data the client's users hold (a ``PopulationSpec`` to generate
+records from, or a local CSV/Parquet file), their per-user budget, the secret key of their report
+randomness, where their ledgers live, and the key that opens sealed populations. It reaches the
+client out of band: from its own command line and files (``ldp-sim clients --population
+spec.json --budget 1 ...``), or from the experiment that spawned it, written to the child's
+standard input (``ldp.wire.launcher``), which no other process and no aggregator can read.
+
+Budgets: a spec carries the budget the experiment gave its users; ``budget`` in the config is the
+users' own cap, and the smaller of the two is enforced. A data file has no budget of its own,
+so ``budget`` is required with it.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from ldp.core.errors import LDPError, ParameterError, require_epsilon
+from ldp.core.population import PopulationSpec
+from ldp.core.rng import KEY_BYTES, secret_key
+from ldp.local.ledger_store import LedgerStore, open_store
+from ldp.local.shard import Holdings, Shard
+from ldp.wire.sealed import SEAL_KEY_BYTES, open_population
+
+__all__ = ["ClientConfig", "MAX_CONFIG_BYTES"]
+
+MAX_CONFIG_BYTES = 1 << 20
+
+
+def _b64(data: bytes | None) -> str | None:
+    return None if data is None else base64.b64encode(data).decode()
+
+
+def _key(value: Any, what: str, size: int) -> bytes | None:
+    if value is None:
+        return None
+    try:
+        raw = base64.b64decode(str(value), validate=True)
+    except ValueError:
+        raise ParameterError(f"{what} must be base64, got {str(value)[:16]!r}...") from None
+    if len(raw) != size:
+        raise ParameterError(f"{what} must hold {size} bytes, got {len(raw)}")
+    return raw
+
+
+@dataclass(frozen=True)
+class ClientConfig:
+    """The users' side of one client process (see the module docstring)."""
+
+    population: PopulationSpec | None = None
+    data_path: str | None = None  # a CSV or Parquet file of records (one user per row)
+    schema_path: str | None = None  # its declared schema (JSON); inferred when None
+    budget: float | None = None  # the users' own per-user cap
+    report_key: bytes | None = None  # None: derived from a seeded spec, else a fresh secret
+    seal_key: bytes | None = None  # opens sealed populations sent in Loads; None: Loads refused
+    ledger_path: str | None = None  # a durable SQLite ledger; None: in memory
+
+    def __post_init__(self) -> None:
+        if (self.population is None) == (self.data_path is None):
+            raise ParameterError("a client holds either a population spec or a data file (exactly one of them)")
+        if self.budget is not None:
+            object.__setattr__(self, "budget", require_epsilon(self.budget, name="budget epsilon"))
+        if self.data_path is not None and self.budget is None:
+            raise ParameterError("a client holding a data file needs its users' budget (--budget)")
+        if self.report_key is not None and len(self.report_key) != KEY_BYTES:
+            raise ParameterError(f"a report key has {KEY_BYTES} bytes, got {len(self.report_key)}")
+        if self.seal_key is not None and len(self.seal_key) != SEAL_KEY_BYTES:
+            raise ParameterError(f"a seal key has {SEAL_KEY_BYTES} bytes, got {len(self.seal_key)}")
+
+    # --- (de)serialization: what the launcher writes to a child's standard input ---
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "population": None if self.population is None else self.population.to_json(),
+            "data_path": self.data_path,
+            "schema_path": self.schema_path,
+            "budget": self.budget,
+            "report_key": _b64(self.report_key),
+            "seal_key": _b64(self.seal_key),
+            "ledger_path": self.ledger_path,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "ClientConfig":
+        if not isinstance(data, Mapping):
+            raise ParameterError(f"a client configuration is a JSON object, got {type(data).__name__}")
+        unknown = set(data) - {"population", "data_path", "schema_path", "budget", "report_key", "seal_key", "ledger_path"}
+        if unknown:
+            raise ParameterError(f"unknown client configuration keys {sorted(unknown)}")
+        population = data.get("population")
+        return cls(
+            population=None if population is None else PopulationSpec.from_json(population),
+            data_path=data.get("data_path"),
+            schema_path=data.get("schema_path"),
+            budget=data.get("budget"),
+            report_key=_key(data.get("report_key"), "report_key", KEY_BYTES),
+            seal_key=_key(data.get("seal_key"), "seal_key", SEAL_KEY_BYTES),
+            ledger_path=data.get("ledger_path"),
+        )
+
+    def dumps(self) -> str:
+        return json.dumps(self.to_json())
+
+    @classmethod
+    def loads(cls, text: str | bytes) -> "ClientConfig":
+        if len(text) > MAX_CONFIG_BYTES:
+            raise ParameterError(f"a client configuration has at most {MAX_CONFIG_BYTES} bytes, got {len(text)}")
+        try:
+            return cls.from_json(json.loads(text))
+        except (ValueError, RecursionError) as exc:
+            if isinstance(exc, LDPError):
+                raise
+            raise ParameterError(f"the client configuration is not valid JSON: {exc}") from None
+
+    # --- what a client builds from it ---
+
+    def holdings(self) -> Holdings:
+        """The data this client's users hold (a data file is read here, once)."""
+        if self.population is not None:
+            return self.population
+        from ldp.core.datafile import load_data  # only clients with files need it (and Parquet, pyarrow)
+
+        assert self.data_path is not None
+        return load_data(self.data_path, self.schema_path)
+
+    def effective_budget(self, data: Holdings) -> float:
+        """The smaller of the data's own budget (a spec's) and the users' cap."""
+        own = getattr(data, "budget", None)
+        caps = [b for b in (own, self.budget) if b is not None]
+        return min(caps)
+
+    def open_store(self) -> LedgerStore:
+        return open_store(self.ledger_path)
+
+    def shard(self, data: Holdings, first_user: int, count: int, store: LedgerStore) -> Shard:
+        key = self.report_key
+        if key is None and getattr(data, "report_key", None) is None:
+            key = secret_key()
+        return Shard(data, first_user, count, budget=self.effective_budget(data), key=key, store=store)
+
+    def open_sealed(self, blob: bytes) -> PopulationSpec:
+        if self.seal_key is None:
+            raise ParameterError("this client was given no seal key, so it takes no Load: its data comes from its own configuration")
+        return open_population(self.seal_key, blob)

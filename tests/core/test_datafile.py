@@ -1,0 +1,444 @@
+"""Real data from CSV / Parquet files: round trips, inference, identity, and precise errors."""
+
+import json
+import shutil
+import sys
+
+import numpy as np
+import pytest
+
+from ldp.core import datafile
+from ldp.core.datafile import (
+    DataPopulation,
+    default_columns,
+    infer_schema,
+    load_data,
+    parse_schema_json,
+    read_schema_file,
+    schema_from_json,
+    schema_to_json,
+)
+from ldp.core.errors import LDPError, ParameterError
+from ldp.core.schema import RECORD_DTYPE, Field, Schema
+
+pa = pytest.importorskip("pyarrow")
+pq = pytest.importorskip("pyarrow.parquet")
+
+SCHEMA = Schema((Field("x", 3, 0, 1), Field("y", 1, -1, 1, 2)))
+SCHEMA_JSON = {"fields": [{"name": "x", "length": 3, "low": 0, "high": 1}, {"name": "y", "low": -1, "high": 1, "step": 2}]}
+
+
+def sample(n=50, seed=0):
+    rng = np.random.default_rng(seed)
+    return np.column_stack([rng.integers(0, 2, (n, 3)), rng.choice([-1, 1], n)]).astype(RECORD_DTYPE)
+
+
+def write_csv(path, header, rows):
+    path.write_text(",".join(header) + "\n" + "".join(",".join(str(v) for v in r) + "\n" for r in rows))
+    return path
+
+
+def write_parquet(path, columns, row_group_size=None):
+    pq.write_table(pa.table(columns), path, row_group_size=row_group_size)
+    return path
+
+
+def error_of(fn, *args, **kwargs):
+    with pytest.raises(ParameterError) as info:
+        fn(*args, **kwargs)
+    msg = str(info.value)
+    assert "\n" not in msg and isinstance(info.value, LDPError)
+    return msg
+
+
+# ---------------------------------------------------------------------------- round trips
+
+
+def test_csv_declared_schema_round_trip(tmp_path):
+    data = sample()
+    path = write_csv(tmp_path / "d.csv", default_columns(SCHEMA), data)
+    pop = load_data(path, SCHEMA)
+    assert isinstance(pop, DataPopulation) and pop.format == "csv"
+    assert pop.size == len(data) and pop.schema == SCHEMA and pop.path == path.resolve()
+    recs = pop.records(0, pop.size)
+    assert recs.dtype == RECORD_DTYPE and recs.shape == (len(data), 4)
+    assert np.array_equal(recs, data)
+    # the same through a schema file and through its parsed JSON
+    (tmp_path / "s.json").write_text(json.dumps(SCHEMA_JSON))
+    for declared in (tmp_path / "s.json", str(tmp_path / "s.json"), SCHEMA_JSON, SCHEMA.to_json()):
+        again = load_data(path, declared)
+        assert again.schema == SCHEMA and again.identity == pop.identity
+        assert np.array_equal(again.records(0, again.size), data)
+
+
+def test_csv_explicit_columns_any_order_and_extra_columns(tmp_path):
+    data = sample(20)
+    header = ["id", "label", "b", "a", "c", "note"]
+    rows = [[i, r[3], r[1], r[0], r[2], "hello world"] for i, r in enumerate(data)]
+    path = write_csv(tmp_path / "d.csv", header, rows)
+    spec = {"fields": [{"name": "x", "length": 3, "columns": ["a", "b", "c"]}, {"name": "y", "low": -1, "high": 1, "step": 2, "columns": ["label"]}]}
+    (tmp_path / "s.json").write_text(json.dumps(spec))
+    by_file = load_data(path, tmp_path / "s.json")
+    by_arg = load_data(path, SCHEMA, columns=["a", "b", "c", "label"])
+    for pop in (by_file, by_arg):
+        assert pop.columns == ("a", "b", "c", "label")
+        assert np.array_equal(pop.records(0, 20), data)
+    assert by_file.identity == by_arg.identity
+    assert read_schema_file(tmp_path / "s.json") == (SCHEMA, ("a", "b", "c", "label"))
+    assert schema_to_json(SCHEMA, ("a", "b", "c", "label")) == {
+        "fields": [
+            {"name": "x", "length": 3, "low": 0, "high": 1, "step": 1, "columns": ["a", "b", "c"]},
+            {"name": "y", "length": 1, "low": -1, "high": 1, "step": 2, "columns": ["label"]},
+        ]
+    }
+    assert parse_schema_json(schema_to_json(SCHEMA, ("a", "b", "c", "label"))) == (SCHEMA, ("a", "b", "c", "label"))
+
+
+def test_csv_inferred_schema(tmp_path):
+    rows = [[0, -1, 3, 7, 5, -32768], [1, 1, 9, 7, 5, 32767], [1, -1, 0, 7, 4, 0], [0, 1, 6, 7, 5, 1]]
+    path = write_csv(tmp_path / "d.csv", ["bit", "label", "threes", "const", "pair", "wide"], rows)
+    schema = infer_schema(path)
+    assert schema == Schema(
+        (
+            Field("bit", 1, 0, 1, 1),
+            Field("label", 1, -1, 1, 2),  # a ±1 label
+            Field("threes", 1, 0, 9, 3),
+            Field("const", 1, 7, 8, 1),  # a constant column still makes a valid field
+            Field("pair", 1, 4, 5, 1),
+            Field("wide", 1, -32768, 32767, 1),
+        )
+    )
+    pop = load_data(path)
+    assert pop.schema == schema and np.array_equal(pop.records(0, 4), np.array(rows))
+    assert infer_schema(path, columns=["label", "bit"]) == Schema((Field("label", 1, -1, 1, 2), Field("bit")))
+    assert load_data(path, columns=["label"]).records(0, 4).ravel().tolist() == [-1, 1, -1, 1]
+    # an inferred schema, written out, declares the same population
+    assert load_data(path, schema_to_json(schema)).identity == pop.identity
+
+
+def test_csv_lenient_spelling(tmp_path):
+    path = tmp_path / "d.csv"
+    path.write_bytes(b'\xef\xbb\xbf x , "y"\r\n 1 ,+1\r\n"0",-1\r\n\r\n\r\n')  # BOM, CRLF, spaces, quotes, trailing blank lines
+    pop = load_data(path)
+    assert pop.columns == ("x", "y") and pop.size == 2
+    assert pop.records(0, 2).tolist() == [[1, 1], [0, -1]]
+
+
+@pytest.mark.parametrize("row_group_size", [None, 7])
+def test_parquet_declared_and_inferred_round_trip(tmp_path, row_group_size):
+    data = sample(60)
+    cols = {name: data[:, k] for k, name in enumerate(default_columns(SCHEMA))}
+    path = write_parquet(tmp_path / "d.parquet", cols, row_group_size)
+    pop = load_data(path, SCHEMA)
+    assert pop.format == "parquet" and pop.size == 60 and pop.schema == SCHEMA
+    assert np.array_equal(pop.records(0, 60), data)
+    inferred = load_data(path)
+    assert inferred.schema == Schema(tuple(Field(n) for n in ("x_0", "x_1", "x_2")) + (Field("y", 1, -1, 1, 2),))
+    assert np.array_equal(inferred.records(0, 60), data)
+
+
+def test_parquet_column_types(tmp_path):
+    path = write_parquet(
+        tmp_path / "t.parquet",
+        {
+            "i8": pa.array([0, 1, 1], pa.int8()),
+            "u64": pa.array([3, 5, 7], pa.uint64()),
+            "b": pa.array([True, False, True]),
+            "f": pa.array([-1.0, 1.0, 1.0]),
+            "s": pa.array([" 2", "4", "6"]),
+            "d": pa.array(["1", "0", "1"]).dictionary_encode(),
+        },
+    )
+    pop = load_data(path)
+    assert pop.records(0, 3).tolist() == [[0, 3, 1, -1, 2, 1], [1, 5, 0, 1, 4, 0], [1, 7, 1, 1, 6, 1]]
+    assert pop.schema.field("u64") == Field("u64", 1, 3, 7, 2)
+    assert pop.schema.field("f") == Field("f", 1, -1, 1, 2)
+
+
+def test_parquet_by_magic_bytes_whatever_the_suffix(tmp_path):
+    path = write_parquet(tmp_path / "d.bin", {"y": np.array([-1, 1, 1])})
+    assert load_data(path).format == "parquet"
+
+
+@pytest.mark.parametrize("kind", ["csv", "parquet"])
+def test_records_slices_equal_the_full_load(tmp_path, kind):
+    data = sample(101, seed=3)
+    names = default_columns(SCHEMA)
+    if kind == "csv":
+        path = write_csv(tmp_path / "d.csv", names, data)
+    else:
+        path = write_parquet(tmp_path / "d.parquet", {n: data[:, k] for k, n in enumerate(names)}, row_group_size=10)
+    pop = load_data(path, SCHEMA)
+    full = pop.records(0, pop.size)
+    assert np.array_equal(full, data)
+    for first, count in [(0, 1), (9, 2), (10, 10), (13, 40), (95, 6), (100, 1), (50, 0), (0, 101)]:
+        part = pop.records(first, count)
+        assert part.dtype == RECORD_DTYPE and part.shape == (count, SCHEMA.width)
+        assert np.array_equal(part, full[first : first + count])
+    part = pop.records(np.int64(3), np.int64(4))
+    part[:] = 9  # a copy: the population is unchanged
+    assert np.array_equal(pop.records(3, 4), data[3:7])
+    for first, count in [(-1, 2), (100, 2), (0, 102), (5, -1)]:
+        assert "outside the population 0..100" in error_of(pop.records, first, count)
+    assert "needs integers" in error_of(pop.records, 1.0, 2)
+
+
+def test_parquet_records_read_only_the_needed_row_groups(tmp_path, monkeypatch):
+    data = sample(100)
+    names = default_columns(SCHEMA)
+    path = write_parquet(tmp_path / "d.parquet", {**{n: data[:, k] for k, n in enumerate(names)}, "other": np.arange(100)}, row_group_size=10)
+    pop = load_data(path, SCHEMA)
+    calls = []
+    original = pq.ParquetFile.read_row_groups
+
+    def spy(self, row_groups, columns=None, **kw):
+        calls.append((list(row_groups), list(columns)))
+        return original(self, row_groups, columns=columns, **kw)
+
+    monkeypatch.setattr(pq.ParquetFile, "read_row_groups", spy)
+    assert np.array_equal(pop.records(25, 20), data[25:45])
+    assert calls == [([2, 3, 4], list(names))]
+
+
+# ---------------------------------------------------------------------------- public view and identity
+
+
+def test_public_description_is_schema_and_size_only(tmp_path):
+    path = write_csv(tmp_path / "d.csv", default_columns(SCHEMA), sample(12))
+    desc = load_data(path, SCHEMA).public_description()
+    assert set(desc) == {"schema", "size"} and desc["size"] == 12
+    assert schema_from_json(desc["schema"]) == SCHEMA
+    assert str(tmp_path) not in json.dumps(desc)
+
+
+@pytest.mark.parametrize("kind", ["csv", "parquet"])
+def test_identity_stable_and_sensitive_to_one_byte(tmp_path, kind):
+    data = sample(30)
+    names = default_columns(SCHEMA)
+    if kind == "csv":
+        path = write_csv(tmp_path / "d.csv", names, data)
+    else:
+        path = write_parquet(tmp_path / "d.parquet", {n: data[:, k] for k, n in enumerate(names)})
+    pop = load_data(path, SCHEMA)
+    assert len(pop.identity) == 64 and int(pop.identity, 16) >= 0
+    assert load_data(path, SCHEMA).identity == pop.identity
+    moved = tmp_path / "elsewhere" / path.name
+    moved.parent.mkdir()
+    shutil.copy(path, moved)
+    assert load_data(moved, SCHEMA).identity == pop.identity  # the data, not where it lies
+    # another schema over the same bytes is another population
+    wider = Schema((Field("x", 3, 0, 1), Field("y", 1, -1, 1, 1)))
+    assert load_data(path, wider).identity != pop.identity
+    # one byte changed → another identity
+    raw = bytearray(path.read_bytes())
+    if kind == "csv":
+        k = raw.index(b"\n") + 1  # first data byte: a 0 or a 1
+        raw[k] = ord("1") if raw[k] == ord("0") else ord("0")
+        changed = tmp_path / "c.csv"
+        changed.write_bytes(bytes(raw))
+        assert load_data(changed, SCHEMA).identity != pop.identity
+    else:
+        raw[-5] ^= 1  # inside the footer length: flipping any byte changes the hash (the file may no longer parse)
+        changed = tmp_path / "c.parquet"
+        changed.write_bytes(bytes(raw))
+        try:
+            assert load_data(changed, SCHEMA).identity != pop.identity
+        except ParameterError as exc:
+            assert str(changed) in str(exc)
+        # a changed value in a rewritten file
+        data2 = data.copy()
+        data2[0, 0] = 1 - data2[0, 0]
+        other = write_parquet(tmp_path / "o.parquet", {n: data2[:, k] for k, n in enumerate(names)})
+        assert load_data(other, SCHEMA).identity != pop.identity
+
+
+def test_hand_built_population_checks_its_file(tmp_path):
+    data = sample(10)
+    path = write_csv(tmp_path / "d.csv", default_columns(SCHEMA), data)
+    pop = load_data(path, SCHEMA)
+    bare = DataPopulation(pop.path, pop.schema, pop.size, pop.identity, pop.columns, pop.format)
+    assert bare == pop and np.array_equal(bare.records(2, 3), data[2:5])
+    data[0, 0] = 1 - data[0, 0]
+    write_csv(path, default_columns(SCHEMA), data)
+    stale = DataPopulation(pop.path, pop.schema, pop.size, pop.identity, pop.columns, pop.format)
+    assert "changed since it was loaded" in error_of(stale.records, 0, 1)
+    assert np.array_equal(pop.records(0, 1), sample(10)[:1])  # a loaded CSV keeps the records it checked
+
+
+def test_parquet_file_changed_after_load(tmp_path):
+    data = sample(10)
+    cols = {n: data[:, k] for k, n in enumerate(default_columns(SCHEMA))}
+    path = write_parquet(tmp_path / "d.parquet", cols)
+    pop = load_data(path, SCHEMA)
+    write_parquet(path, {**cols, "extra": np.arange(10)})
+    msg = error_of(pop.records, 0, 1)
+    assert str(path) in msg and "changed since it was loaded" in msg
+
+
+# ---------------------------------------------------------------------------- CSV errors
+
+
+def test_csv_errors_name_file_row_line_and_column(tmp_path):
+    def bad(rows, *args, **kwargs):
+        path = write_csv(tmp_path / "bad.csv", ["a", "b", "y"], rows)
+        return error_of(load_data, path, *args, **kwargs), str(path)
+
+    declared = Schema((Field("a"), Field("b"), Field("y", 1, -1, 1, 2)))
+    msg, path = bad([[0, 1, 1], [1, "1.5", -1]])
+    assert msg == f"{path}, row 2 (line 3), column 'b': value '1.5' is not an integer"
+    msg, path = bad([[0, 1, 1], [1, 0, 1], [1, "", -1]])
+    assert msg.startswith(f"{path}, row 3 (line 4), column 'b': the cell is empty")
+    msg, path = bad([[0, 1, 1], [1, 40000, -1]])
+    assert msg == f"{path}, row 2 (line 3), column 'b': value 40000 is beyond the int16 range -32768..32767"
+    msg, path = bad([[0, 1, 1], [1, 10**30, -1]])
+    assert msg.startswith(f"{path}, row 2 (line 3), column 'b': value {10**30} is beyond the int16 range")
+    msg, path = bad([[0, 1, 1], [1, 0, 0]], declared)
+    assert msg == (
+        f"{path}, row 2 (line 3), column 'y': value 0 is not allowed by field 'y' "
+        "(low=-1, high=1, step=2: one of -1, 1)"
+    )
+    msg, path = bad([[0, 1, 1], [2, 0, 1]], declared)
+    assert msg.startswith(f"{path}, row 2 (line 3), column 'a': value 2 is not allowed by field 'a' (low=0, high=1, step=1")
+    wide = Schema((Field("a", 1, 0, 100, 5), Field("b"), Field("y", 1, -1, 1, 2)))
+    msg, path = bad([[5, 1, 1], [7, 0, 1]], wide)
+    assert msg.endswith("column 'a': value 7 is not allowed by field 'a' (low=0, high=100, step=5: 0..100 in steps of 5)")
+    # the first offender in file order: earliest row, then leftmost column
+    msg, path = bad([[0, 1, 1], [1, 0, "x"], [9, "z", 1]], declared)
+    assert msg.startswith(f"{path}, row 2 (line 3), column 'y': value 'x'")
+    msg, path = bad([[0, 1, 1], [1, "?", 5]], declared)
+    assert msg.startswith(f"{path}, row 2 (line 3), column 'b'")
+    # cells the records do not use are not checked
+    assert load_data(write_csv(tmp_path / "ok.csv", ["a", "note"], [[1, "n/a"], [0, "1.5"]]), columns=["a"]).size == 2
+
+
+def test_csv_missing_and_unusable_columns(tmp_path):
+    path = write_csv(tmp_path / "d.csv", ["x_0", "x_1", "label"], [[0, 1, 1]])
+    msg = error_of(load_data, path, SCHEMA)
+    assert msg == f"{path}: column 'x_2' is missing; the file has columns ['x_0', 'x_1', 'label']"
+    msg = error_of(load_data, path, columns=["x_0", "nope"])
+    assert str(path) in msg and "'nope' is missing" in msg
+    msg = error_of(load_data, path, SCHEMA, columns=["x_0", "x_1", "label"])
+    assert "the schema has 4 column(s)" in msg
+    spaced = write_csv(tmp_path / "s.csv", ["my col"], [[1]])
+    msg = error_of(load_data, spaced)
+    assert str(spaced) in msg and "'my col' cannot be a field name" in msg
+    dup = write_csv(tmp_path / "dup.csv", ["a", "a"], [[1, 0]])
+    assert "column 'a' appears 2 times" in error_of(load_data, dup)
+    assert load_data(spaced, Schema((Field("v"),)), columns=["my col"]).records(0, 1).tolist() == [[1]]
+
+
+def test_csv_line_numbers_follow_the_file(tmp_path, monkeypatch):
+    monkeypatch.setattr(datafile, "_CHUNK_ROWS", 4)  # errors in later chunks keep global numbers
+    lines = ["\n", "a,note\n"] + [f'{i % 2},"two\nlines"\n' if i == 2 else f"{i % 2},x\n" for i in range(12)]
+    lines[2 + 9] = "1.25,x\n"
+    path = tmp_path / "d.csv"
+    path.write_text("".join(lines))
+    msg = error_of(load_data, path, columns=["a"])
+    # data row 10 is user 9; a blank first line and a two-line quoted cell put it on line 13
+    assert msg == f"{path}, row 10 (line 13), column 'a': value '1.25' is not an integer"
+
+
+def test_csv_malformed_files(tmp_path):
+    path = tmp_path / "d.csv"
+    path.write_text("a,b\n1,0\n1\n")
+    assert error_of(load_data, path) == f"{path}, row 2 (line 3): has 1 cell(s), the header has 2"
+    path.write_text("a,b\n1,0\n\n1,1\n")
+    assert error_of(load_data, path).startswith(f"{path}, line 3: a blank line between data rows")
+    path.write_text("")
+    assert error_of(load_data, path).startswith(f"{path}: the file is empty")
+    path.write_text("a,b\n")
+    assert error_of(load_data, path) == f"{path}: the file has a header but no data rows"
+    path.write_bytes(b"a\n\xff\n")
+    assert error_of(load_data, path).startswith(f"{path}: not UTF-8 text")
+    path.write_text('a,b\n1,"0\n')
+    assert error_of(load_data, path).startswith(f"{path}, line 2: malformed CSV")
+    missing = tmp_path / "nope.csv"
+    assert error_of(load_data, missing) == f"data file {str(missing)!r} does not exist"
+    assert "is not a file" in error_of(load_data, tmp_path)
+
+
+# ---------------------------------------------------------------------------- Parquet errors
+
+
+def test_parquet_errors_name_file_row_and_column(tmp_path):
+    def bad(cols, *args, row_group_size=3):
+        path = write_parquet(tmp_path / "bad.parquet", cols, row_group_size)
+        return error_of(load_data, path, *args), str(path)
+
+    ok = np.array([0, 1, 0, 1, 1, 0, 1])
+    msg, path = bad({"a": ok, "b": pa.array([1, 0, 1, 0, None, 1, 1])})
+    assert msg.startswith(f"{path}, row 5, column 'b': the cell is empty (null)")
+    msg, path = bad({"a": ok, "b": np.array([1, 0, 1, 0, 1, 0.5, 1])})
+    assert msg == f"{path}, row 6, column 'b': value 0.5 is not an integer"
+    msg, path = bad({"a": ok, "b": np.array([1, 0, 1, 0, 1, np.nan, 1])})
+    assert msg == f"{path}, row 6, column 'b': value nan is not an integer"
+    msg, path = bad({"a": ok, "b": np.array([1, 0, 1, 0, 1, 0, 70000])})
+    assert msg == f"{path}, row 7, column 'b': value 70000 is beyond the int16 range -32768..32767"
+    msg, path = bad({"a": ok, "b": pa.array([1, 0, 1, 0, 1, 0, 2**64 - 1], pa.uint64())})
+    assert msg == f"{path}, row 7, column 'b': value {2**64 - 1} is beyond the int16 range -32768..32767"
+    msg, path = bad({"a": ok, "b": pa.array(["1", "0", "1", "one", "1", "0", "1"])})
+    assert msg == f"{path}, row 4, column 'b': value 'one' is not an integer"
+    msg, path = bad({"a": ok, "b": pa.array([1.5] * 7)})
+    assert msg == f"{path}, row 1, column 'b': value 1.5 is not an integer"
+    msg, path = bad({"a": ok, "b": pa.array([b"\x01"] * 7)})
+    assert msg.startswith(f"{path}, row 1, column 'b': value b'\\x01' is not an integer (the column holds binary)")
+    declared = Schema((Field("a"), Field("b", 1, -1, 1, 2)))
+    msg, path = bad({"a": ok, "b": np.array([1, -1, 1, 0, 1, -1, 1])}, declared)
+    assert msg == f"{path}, row 4, column 'b': value 0 is not allowed by field 'b' (low=-1, high=1, step=2: one of -1, 1)"
+    msg, path = bad({"a": np.array([0, 1, 0, 1, 2, 0, 1]), "b": np.array([1, -1, 1, 0, 1, -1, 1])}, declared)
+    assert msg.startswith(f"{path}, row 4, column 'b'")  # earliest row across columns and row groups
+    msg, path = bad({"a": ok}, declared)
+    assert msg == f"{path}: column 'b' is missing; the file has columns ['a']"
+
+
+def test_parquet_unreadable_and_without_pyarrow(tmp_path, monkeypatch):
+    junk = tmp_path / "junk.parquet"
+    junk.write_bytes(b"this is not parquet at all")
+    msg = error_of(load_data, junk)
+    assert msg.startswith(f"{junk}: not a readable Parquet file")
+    path = write_parquet(tmp_path / "d.parquet", {"y": np.array([-1, 1])})
+    monkeypatch.setitem(sys.modules, "pyarrow", None)  # import pyarrow → ImportError
+    monkeypatch.setitem(sys.modules, "pyarrow.parquet", None)
+    msg = error_of(load_data, path)
+    assert msg == f"{path}: reading Parquet needs pyarrow; install the parquet extra: pip install 'ldp[parquet]'"
+    assert load_data(write_csv(tmp_path / "d.csv", ["y"], [[1], [-1]])).size == 2  # CSV needs no pyarrow
+
+
+# ---------------------------------------------------------------------------- schema files
+
+
+def test_schema_file_errors(tmp_path):
+    path = tmp_path / "s.json"
+    cases = [
+        ({"fields": [{"name": "x", "lenght": 3}]}, "schema field 'x': unknown key(s) ['lenght']"),
+        ({"fields": [{"name": "x", "high": 1.5}]}, "schema field 'x': 'high' must be an integer, got 1.5"),
+        ({"fields": [{"name": "x", "high": True}]}, "'high' must be an integer"),
+        ({"fields": [{"length": 2}]}, 'schema field #1: needs a "name" string'),
+        ({"fields": [{"name": "x", "length": 2, "columns": ["a"]}]}, '"columns" must be a list of 2 column name(s)'),
+        ({"fields": [{"name": "x", "columns": ["a"]}, {"name": "y", "columns": ["a"]}]}, "column 'a' is used twice"),
+        ({"fields": [{"name": "x", "low": 2, "high": 1}]}, "need -32768 ≤ low < high < 32768"),
+        ({"fields": [{"name": "x"}, {"name": "x"}]}, "names must be unique"),
+        ({"fields": []}, "at least one field"),
+        ({"felds": []}, "unknown key(s) ['felds']"),
+        ({}, 'missing "fields"'),
+        ("x", '"fields" must be a list'),
+    ]
+    for data, expected in cases:
+        path.write_text(json.dumps(data))
+        msg = error_of(read_schema_file, path)
+        assert msg.startswith(f"{path}: ") and expected in msg, (data, msg)
+        assert expected in error_of(schema_from_json, data)
+    path.write_text('{"fields": [')
+    assert error_of(read_schema_file, path).startswith(f"{path}: not valid JSON (line 1")
+    csv_path = write_csv(tmp_path / "d.csv", ["x"], [[1]])
+    path.write_text(json.dumps({"fields": [{"name": "x", "lenght": 3}]}))
+    assert "unknown key(s) ['lenght']" in error_of(load_data, csv_path, path)
+    assert "does not exist" in error_of(read_schema_file, tmp_path / "none.json")
+
+
+def test_schema_json_defaults_and_default_columns():
+    assert schema_from_json({"fields": [{"name": "z"}]}) == Schema((Field("z", 1, 0, 1, 1),))
+    assert default_columns(SCHEMA) == ("x_0", "x_1", "x_2", "y")
+    assert schema_from_json(SCHEMA_JSON) == SCHEMA
+    assert schema_from_json(schema_to_json(SCHEMA)) == SCHEMA
+    assert "columns" not in json.dumps(schema_to_json(SCHEMA))
