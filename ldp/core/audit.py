@@ -38,7 +38,7 @@ code does):
 - ``chi_square_fit``: χ² goodness of fit of ``sample`` against ``log_prob``; the statistic is
   compared with the α-quantile of χ²_df.
 
-These follow the practices of LDP-Auditor and DP-Sniper (see shared/reference/privacy_testing_practices.md §4).
+These follow the practices of LDP-Auditor and DP-Sniper (Ding et al. 2018, "Detecting violations of differential privacy"; Bichsel et al. 2021, "DP-Sniper").
 """
 
 from __future__ import annotations

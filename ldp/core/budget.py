@@ -2,7 +2,7 @@
 
 A local algorithm may invoke LR_z(i, R_1), ..., LR_z(i, R_k) on user i only while
 ε_1 + ... + ε_k ≤ ε. The ``Ledger`` of a shard keeps, for each of its users, the budget spent,
-in **integer fixed-point units of 2^-48** (DESIGN.md §4):
+in **integer fixed-point units of 2^-48** (docs/design.md §4):
 
 - a charge ε_j costs ``ceil(ε_j · 2^48)`` units (rounded *up*),
 - a budget ε allows ``floor(ε · 2^48)`` units (rounded *down*),
