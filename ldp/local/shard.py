@@ -158,7 +158,14 @@ class Shard:
             if wanted.ids is not None and has_repeats(users):
                 raise LDPError(f"request {assignment.request_id} names a user twice")
             randomizer = LocalRandomizer.build(assignment.randomizer, self.data.schema)
-            inputs = randomizer.inputs(self._records[users - self.first_user])
+            try:
+                inputs = randomizer.inputs(self._records[users - self.first_user])
+            except LDPError:
+                # The detailed message names a user's input value: it stays on the users' side.
+                raise LDPError(
+                    f"request {assignment.request_id}: some users' inputs are outside what {assignment.randomizer.kind!r} accepts "
+                    "(the values are not reported)"
+                ) from None
         except LDPError as exc:
             n = len(wanted) if wanted.ids is not None or len(wanted) <= self.count else 0
             return Result(assignment.request_id, np.zeros(0), np.ones(n, dtype=bool), error=str(exc))

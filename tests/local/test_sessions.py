@@ -147,3 +147,18 @@ async def test_a_huge_forged_range_is_refused_without_materializing_it():
     s = Session(oracle, SessionKind.INTERACTIVE)
     (ok,) = await s.round([Request.of(range(100), RR)])
     assert ok.counts()["answered"] == 100
+
+
+async def test_an_input_the_randomizer_refuses_is_an_error_that_does_not_name_the_value(monkeypatch):
+    """Were a user's input outside the randomizer's domain (a query breaking its word), the error
+    that reaches the aggregator says so without the value, and nothing is charged."""
+    from ldp.core.queries import make_query
+
+    oracle = InProcessLROracle(population(), shards=2)
+    spec = RandomizerSpec("kary_rr", label_query(), 0.5)
+    label_cls = type(make_query(label_query(), population().schema))
+    monkeypatch.setattr(label_cls, "evaluate", lambda self, records: np.full(len(records), 12345.0))
+    (reports,) = await Session(oracle, SessionKind.INTERACTIVE).round([Request.of(range(0, 3000), spec)])
+    assert (reports.status == Status.ERROR).all() and "not reported" in reports.errors[0]
+    assert "12345" not in " ".join(reports.errors)
+    assert not oracle.ledger_spent_units().any()

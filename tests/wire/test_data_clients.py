@@ -89,5 +89,22 @@ def test_a_data_file_without_a_budget_is_refused_before_anything_runs(tmp_path: 
     assert proc.returncode == 2 and "needs its users' budget" in proc.stderr.decode()
 
 
-if __name__ == "__main__":  # pragma: no cover
-    asyncio.run(test_clients_serve_their_own_csv_with_their_own_budget(Path(".")))
+
+async def test_a_client_whose_data_is_not_what_the_experiment_expects_is_refused_by_both_sides(tmp_path: Path) -> None:
+    """The aggregator expects 5,000 users; the client holds 6,000 of its own. The client refuses
+    the range it is offered (it computes its own), the aggregator names the shard, and nobody
+    answers a round."""
+    _write_csv(tmp_path / "users.csv", 6000)
+    data = load_data(tmp_path / "users.csv")
+    async with GrpcAggregator(PopulationDescription(5000, data.schema)) as aggregator:
+        (client,) = spawn_clients(aggregator.address, [ShardClaim(0, 1)], ClientConfig(data_path=str(tmp_path / "users.csv"), budget=1.0))
+        try:
+            for _ in range(200):
+                if client.process.poll() is not None:
+                    break
+                await asyncio.sleep(0.05)
+            assert client.process.returncode == 2
+            assert "refusing" in client.log_tail() and "0..5999" in client.log_tail()
+            assert aggregator.shards == [] and any("could not host" in e for e in aggregator.events)
+        finally:
+            stop_clients([client])
