@@ -21,9 +21,10 @@ A round is answered in three phases, so that nothing is charged without a report
    assignment and touches no ledger;
 2. *charge and sample*, assignment by assignment in request order: users over budget are refused
    (KLNRS Definition 4.4), the others are charged and their reports drawn with the charge's
-   nonces. Should a sampler fail anyway, every charge of the round is refunded and the round is
-   answered with an error: no report leaves, no charge stays;
+   nonces;
 3. *commit* the charges (on disk first when the store is durable), then the reply may leave.
+   Should a sampler or the commit fail, every charge of the round is refunded and the round is
+   answered with an error: no report leaves, no charge stays.
 
 Session rules: one round in a NON_INTERACTIVE session; strictly increasing rounds in an
 INTERACTIVE one (``ldp.local.rules``).
@@ -137,11 +138,11 @@ class Shard:
                 randomness = UserRandomness(self._key, accepted, charge.nonces)
                 values = plan.randomizer.sample(plan.inputs[charge.accepted], randomness)
                 results.append(Result(plan.assignment.request_id, values, charge.refused))
-        except Exception as exc:  # noqa: BLE001 - a sampler bug must not leave charges without reports
+            self._store.commit()  # durable stores: every charge is on disk before any report leaves
+        except Exception as exc:  # noqa: BLE001 - a sampler bug or a failed commit must not leave charges without reports
             for charge in reversed(charges):
                 self.ledger.refund(charge)
             return RoundReply(request.session_id, request.round, error=f"the shard failed to answer (nothing was charged): {type(exc).__name__}: {exc}")
-        self._store.commit()  # durable stores: every charge is on disk before any report leaves
         return RoundReply(request.session_id, request.round, tuple(results))
 
     def _plan(self, assignment: Assignment) -> _Planned | Result:

@@ -162,3 +162,24 @@ async def test_an_input_the_randomizer_refuses_is_an_error_that_does_not_name_th
     assert (reports.status == Status.ERROR).all() and "not reported" in reports.errors[0]
     assert "12345" not in " ".join(reports.errors)
     assert not oracle.ledger_spent_units().any()
+
+
+async def test_a_failed_commit_refunds_the_round_and_sends_no_report(tmp_path, monkeypatch):
+    """A durable store whose commit fails (a full disk): the round is an error, no report leaves,
+    and every charge of the round is refunded (the earlier, committed round stays charged)."""
+    from ldp.local.ledger_store import SqliteLedgerStore
+
+    path = tmp_path / "ledger.sqlite"
+    store = SqliteLedgerStore(path)
+    oracle = InProcessLROracle(population(), store=store)
+    s = Session(oracle, SessionKind.INTERACTIVE)
+    await s.round([Request.of(range(0, 100), RR)])
+
+    def full_disk() -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(store, "commit", full_disk)
+    (r,) = await s.round([Request.of(range(0, 3000), RR)])
+    assert (r.status == Status.ERROR).all() and len(r.values) == 0 and "nothing was charged" in r.errors[0]
+    spent = oracle.ledger_spent_units()
+    assert (spent[:100] > 0).all() and not spent[100:].any()
