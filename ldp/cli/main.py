@@ -15,7 +15,8 @@ Commands:
   that together hold machine shard K of M (users [n·K/M, n·(K+1)/M)) of *their own* data: the
   users' side is configured here, never by the aggregator (docs/design.md §2a).
 - ``ldp-sim population EXPERIMENT [--users N] [--seed S] --out SPEC.json`` writes the population
-  spec of an experiment (the experiment's secret: records and report keys follow from it) for
+  spec of an experiment (the experiment's secret: records and report keys follow from it; the
+  seed is random unless ``--seed`` is given, so nobody can guess it) for
   ``clients --population`` on other machines; copy it there out of band, never through the aggregator.
 - ``ldp-sim list`` lists the registered experiments.
 
@@ -88,7 +89,7 @@ def _experiment_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("experiment", help="experiment name (see `ldp-sim list`)")
     p.add_argument("--users", type=int, default=None, help="number of users n (default: the experiment's)")
     p.add_argument("--epsilon", type=float, default=None, help="per-user privacy budget ε (default: the experiment's, usually 1)")
-    p.add_argument("--seed", type=int, default=0, help="population seed (default 0)")
+    p.add_argument("--seed", type=int, default=None, help="population seed (default 0; `population`: a random one)")
     p.add_argument("--deadline", type=float, default=30.0, help="per-round deadline in seconds (default 30)")
     p.add_argument("--quick", action="store_true", help="the experiment's small configuration")
     p.add_argument("--out", default=None, help="directory for the files it writes (default: results/<experiment>)")
@@ -195,8 +196,9 @@ def _experiment_args(ns: argparse.Namespace, progress: Any, log: Any = None) -> 
     epsilon = (exp.default_epsilon or 1.0) if ns.epsilon is None else ns.epsilon
     if not (math.isfinite(epsilon) and epsilon > 0):
         raise ParameterError(f"budget epsilon must be a finite number > 0, got {epsilon!r}")
-    if not 0 <= ns.seed < 2**64:
-        raise ParameterError(f"--seed must be in [0, 2^64), got {ns.seed}")
+    seed = 0 if ns.seed is None else ns.seed
+    if not 0 <= seed < 2**64:
+        raise ParameterError(f"--seed must be in [0, 2^64), got {seed}")
     options = dict(ns.options)
     if options and not exp.takes_options:
         raise ParameterError(f"{exp.name} takes no -o options (got {sorted(options)})")
@@ -204,7 +206,7 @@ def _experiment_args(ns: argparse.Namespace, progress: Any, log: Any = None) -> 
     if transport is not None and transport not in exp.transports:
         raise ParameterError(f"{exp.name} does not use the LR oracle: it runs in process only (drop --transport {transport})")
     return exp, ExperimentArgs(
-        users=users, epsilon=epsilon, seed=ns.seed, deadline_s=ns.deadline, progress=progress, options=options,
+        users=users, epsilon=epsilon, seed=seed, deadline_s=ns.deadline, progress=progress, options=options,
         quick=ns.quick, out=ns.out, log=log or (lambda line: None),
     )
 
@@ -372,6 +374,12 @@ def _client_config(ns: argparse.Namespace) -> Any:
 def _population(ns: argparse.Namespace, console: Console) -> int:
     import json
 
+    import secrets
+
+    if ns.seed is None:
+        # Whoever knows the seed can regenerate the records and the report key: a spec meant for
+        # client machines gets a seed nobody can guess, unless one is asked for (reproducibility).
+        ns.seed = secrets.randbits(63)
     exp, args = _experiment_args(ns, lambda done, total: None)
     if exp.population is None:
         raise ParameterError(f"{exp.name} has no single population (it runs many or none)")
@@ -382,7 +390,11 @@ def _population(ns: argparse.Namespace, console: Console) -> int:
         Path(ns.out).write_text(json.dumps(spec.to_json(), indent=1))
     except OSError as exc:
         raise ParameterError(f"cannot write --out {ns.out}: {exc.strerror}") from None
-    console.print(f"wrote the spec of {spec.size} users to {ns.out} (a secret of the experiment and the users: give it to client machines only)")
+    console.print(
+        f"wrote the spec of {spec.size} users (seed {spec.seed}) to {ns.out}: a secret of the experiment and the users "
+        "(records and report keys follow from it); give it to client machines only, never to the aggregator",
+        markup=False, highlight=False,
+    )
     return 0
 
 
