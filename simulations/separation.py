@@ -40,6 +40,7 @@ from typing import Any, AsyncContextManager, Callable
 import numpy as np
 
 from ldp.core.concepts import ConceptClass, concept_class
+from ldp.core.errors import ParameterError, require_epsilon, require_probability
 from ldp.core.population import PopulationSpec, generate_records
 from ldp.core.rng import generator
 from ldp.learners.masked_parity import (
@@ -94,6 +95,31 @@ class Config:
     point_bits: tuple[int, ...] = (8, 32, 128, 512)
     point_trials: int = 100
     out: str | None = "results/separation"
+
+    def __post_init__(self) -> None:
+        """Every setting checked where it enters (``-o key=value`` lands here): one clear error."""
+        require_epsilon(self.epsilon)
+        require_probability("alpha", self.alpha)
+        require_probability("beta", self.beta)
+        for name in ("trials", "cap", "start_users", "curve_trials", "point_trials"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ParameterError(f"separation: {name} must be an integer ≥ 1, got {value!r}")
+        if not isinstance(self.bisect, int) or self.bisect < 0:
+            raise ParameterError(f"separation: bisect must be an integer ≥ 0, got {self.bisect!r}")
+        if self.start_users > self.cap:
+            raise ParameterError(f"separation: start_users ({self.start_users}) exceeds cap ({self.cap})")
+        for name in ("masked_d", "central_parity_d", "occam_d", "local_parity_d", "curve_users", "point_bits"):
+            bad = [v for v in getattr(self, name) if isinstance(v, bool) or not isinstance(v, int) or v < 1]
+            if bad:
+                raise ParameterError(f"separation: {name} must hold integers ≥ 1, got {bad[0]!r}")
+        if self.curve_d < 1:
+            raise ParameterError(f"separation: curve_d must be ≥ 1, got {self.curve_d!r}")
+        if not self.learners:
+            raise ParameterError(f"separation: learners must name at least one of {list(LEARNERS)}")
+        unknown = [name for name in self.learners if name not in LEARNERS]
+        if unknown:
+            raise ParameterError(f"unknown learner(s) {unknown}; learners: {list(LEARNERS)}")
 
 
 def quick_config(seed: int = 0, out: str | None = "results/separation") -> Config:

@@ -82,15 +82,174 @@ def _option(text: str) -> tuple[str, str]:
     key, sep, value = text.partition("=")
     if not sep or not key.strip():
         raise argparse.ArgumentTypeError(f"expected KEY=VALUE (e.g. trials=3 or masked_d=2,4), got {text!r}")
+    if not key.strip().isidentifier():
+        raise argparse.ArgumentTypeError(f"the KEY of KEY=VALUE must be a setting's name (e.g. trials), got {key.strip()!r} in {text!r}")
     return key.strip(), value.strip()
+
+
+# --- argument types: every option is checked where it enters (what, which value, what is allowed) ---
+
+MAX_CLI_USERS = 1 << 40  # PopulationSpec's limit
+MAX_SECONDS = 1e6  # about 11.5 days: any longer wait or deadline is a typo
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse whose usage mistakes are one line on stderr, ``ldp-sim: error: ...``, and exit 2."""
+
+    def error(self, message: str) -> Any:  # argparse's NoReturn hook
+        command = self.prog.removeprefix("ldp-sim").strip()
+        name, sep, rest = message.removeprefix("argument ").partition(": ")
+        if message.startswith("argument ") and sep and rest.startswith(f"{name} "):
+            message = rest  # "argument --processes: --processes must be ..." says it once
+        self.exit(EXIT_USAGE, f"ldp-sim: error: {message} (see `ldp-sim {command + ' ' if command else ''}--help`)\n")
+
+
+def _integer_text(text: str, what: str, allowed: str = "") -> int:
+    """An integer from the command line: 100000, 100_000 or 1e6 (a float with no fraction)."""
+    try:
+        return int(text.strip())
+    except ValueError:
+        pass
+    try:
+        x = float(text)
+    except ValueError:
+        x = math.nan
+    if math.isfinite(x) and x.is_integer():
+        return int(x)
+    raise argparse.ArgumentTypeError(f"{what} must be an integer{allowed} (e.g. 100000, 100_000 or 1e5), got {text!r}")
+
+
+def _users(text: str) -> int:
+    n = _integer_text(text, "the number of users", " in [1, 2^40]")
+    if not 1 <= n <= MAX_CLI_USERS:
+        raise argparse.ArgumentTypeError(f"the number of users must be in [1, 2^40 = {MAX_CLI_USERS}], got {text!r}")
+    return n
+
+
+def _epsilon_type(what: str) -> Any:
+    def parse(text: str) -> float:
+        from ldp.core.errors import require_epsilon
+
+        try:
+            return require_epsilon(float(text), name=what)
+        except (ValueError, ParameterError):
+            raise argparse.ArgumentTypeError(f"{what} must be a finite number > 0 and ≤ 1024 (in [2^-30, 2^10]), got {text!r}") from None
+
+    return parse
+
+
+def _seed(text: str) -> int:
+    s = _integer_text(text, "the seed", " in [0, 2^64)")
+    if not 0 <= s < 2**64:
+        raise argparse.ArgumentTypeError(f"the seed must be in [0, 2^64), got {text!r}")
+    return s
+
+
+def _seconds_type(what: str, *, zero: bool = False) -> Any:
+    def parse(text: str) -> float:
+        try:
+            x = float(text)
+        except ValueError:
+            x = math.nan
+        low_ok = x >= 0 if zero else x > 0
+        if not (math.isfinite(x) and low_ok and x <= MAX_SECONDS):
+            allowed = "[0, 10^6]" if zero else "(0, 10^6]"
+            raise argparse.ArgumentTypeError(f"{what} must be a finite number of seconds in {allowed}, got {text!r}")
+        return x
+
+    return parse
+
+
+def _processes(text: str) -> int:
+    from ldp.wire.launcher import check_processes
+
+    p = _integer_text(text, "--processes", " ≥ 1")
+    try:
+        return check_processes(p, "--processes")
+    except ParameterError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _lab_number(text: str) -> int:
+    n = _integer_text(text, "the lab number", " ≥ 1")
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"the lab number must be ≥ 1 (see simulations/labs/), got {text!r}")
+    return n
+
+
+def _existing_file(what: str) -> Any:
+    def parse(text: str) -> str:
+        path = Path(text)
+        if not text:
+            raise argparse.ArgumentTypeError(f"{what} must name a file, got an empty path")
+        if not path.exists():
+            raise argparse.ArgumentTypeError(f"{what} {text!r} does not exist")
+        if path.is_dir():  # pipes (e.g. <(...) for a key) and devices are fine
+            raise argparse.ArgumentTypeError(f"{what} {text!r} is a directory, not a file")
+        if not os.access(path, os.R_OK):
+            raise argparse.ArgumentTypeError(f"{what} {text!r} cannot be read (permission denied)")
+        return text
+
+    return parse
+
+
+def _existing_dir(what: str) -> Any:
+    def parse(text: str) -> str:
+        if not text or not Path(text).is_dir():
+            raise argparse.ArgumentTypeError(f"{what} {text!r} is not a directory (make one with `ldp-sim certs DIR`)")
+        return text
+
+    return parse
+
+
+def _ledger_path(text: str) -> str:
+    path = Path(text)
+    if not text:
+        raise argparse.ArgumentTypeError("the ledger must name a file, got an empty path")
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"the ledger {text!r} is a directory; name a file in it (e.g. {text.rstrip('/')}/ledger.sqlite)")
+    parent = path.parent
+    if not parent.is_dir():
+        raise argparse.ArgumentTypeError(f"the ledger's directory {str(parent)!r} does not exist (create it first)")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise argparse.ArgumentTypeError(f"the ledger's directory {str(parent)!r} is not writable (permission denied)")
+    return text
+
+
+def _output_directory(text: str, what: str = "--out") -> None:
+    """Create the output directory ``text`` now, or a ParameterError naming it and the OS reason."""
+    if not text:
+        raise ParameterError(f"{what} must name a directory, got an empty path")
+    path = Path(text)
+    if path.exists() and not path.is_dir():
+        raise ParameterError(f"{what} {text} is not a directory (a file of that name exists)")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ParameterError(f"cannot create the {what} directory {text}: {exc.strerror or exc}") from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise ParameterError(f"cannot write to the {what} directory {text}: permission denied")
+
+
+def _output_file(text: str, what: str = "--out") -> None:
+    """A file that can be written: its directory exists and is writable, and it is no directory."""
+    if not text:
+        raise ParameterError(f"{what} must name a file, got an empty path")
+    path = Path(text)
+    if path.is_dir():
+        raise ParameterError(f"{what} {text} is a directory; name a file (e.g. {text.rstrip('/')}/spec.json)")
+    if not path.parent.is_dir():
+        raise ParameterError(f"cannot write {what} {text}: its directory {path.parent} does not exist")
+    if not os.access(path.parent, os.W_OK | os.X_OK):
+        raise ParameterError(f"cannot write {what} {text}: its directory {path.parent} is not writable (permission denied)")
 
 
 def _experiment_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("experiment", help="experiment name (see `ldp-sim list`)")
-    p.add_argument("--users", type=int, default=None, help="number of users n (default: the experiment's)")
-    p.add_argument("--epsilon", type=float, default=None, help="per-user privacy budget ε (default: the experiment's, usually 1)")
-    p.add_argument("--seed", type=int, default=None, help="population seed (default 0; `population`: a random one)")
-    p.add_argument("--deadline", type=float, default=30.0, help="per-round deadline in seconds (default 30)")
+    p.add_argument("--users", type=_users, default=None, help="number of users n (default: the experiment's)")
+    p.add_argument("--epsilon", type=_epsilon_type("budget epsilon"), default=None, help="per-user privacy budget ε (default: the experiment's, usually 1)")
+    p.add_argument("--seed", type=_seed, default=None, help="population seed (default 0; `population`: a random one)")
+    p.add_argument("--deadline", type=_seconds_type("the round deadline"), default=30.0, help="per-round deadline in seconds (default 30)")
     p.add_argument("--quick", action="store_true", help="the experiment's small configuration")
     p.add_argument("--out", default=None, help="directory for the files it writes (default: results/<experiment>)")
     p.add_argument(
@@ -100,37 +259,48 @@ def _experiment_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="ldp-sim", description="Simulate the local model of differential privacy (KLNRS).")
+    parser = _Parser(prog="ldp-sim", description="Simulate the local model of differential privacy (KLNRS).")
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="run an experiment on this machine")
     _experiment_arguments(run)
-    run.add_argument("--processes", type=int, default=2, help="client processes for --transport grpc (default 2)")
+    run.add_argument("--processes", type=_processes, default=2, help="client processes for --transport grpc (default 2)")
     run.add_argument(
         "--transport", choices=("grpc", "inprocess"), default=None, help="grpc (default) or inprocess (the only one for experiments without an LR oracle)"
     )
     serve = sub.add_parser("serve", help="run the aggregator for remote client processes")
     serve.add_argument("--bind", type=_host_port, required=True, help="HOST:PORT to listen on (port 0: any free port)")
     _experiment_arguments(serve)
-    serve.add_argument("--wait", type=float, default=600.0, help="seconds to wait for client processes (default 600)")
+    serve.add_argument("--wait", type=_seconds_type("the wait for client processes", zero=True), default=600.0, help="seconds to wait for client processes (default 600)")
+    serve.add_argument("--seal-key-file", metavar="F", help="experiments over many populations: the key that seals them (created if missing; give the clients a copy)")
+    serve.add_argument("--tls", type=_existing_dir("the --tls directory"), metavar="DIR", help="serve over TLS with DIR from `ldp-sim certs`: only enrolled clients (their certificates) may claim shards")
+    serve.add_argument("--token-file", type=_existing_file("the token file"), metavar="F", help="with --tls: enrol clients by this shared token instead of certificates")
     clients = sub.add_parser("clients", help="run client processes for a remote aggregator")
     clients.add_argument("--connect", type=_host_port, required=True, help="aggregator HOST:PORT")
     clients.add_argument("--shard", type=_fraction, default=(0, 1), help="this machine's shard K/M (default 0/1)")
-    clients.add_argument("--processes", type=int, default=1, help="client processes on this machine (default 1)")
-    clients.add_argument("--connect-timeout", type=float, default=60.0, help="seconds to retry while the aggregator is not up")
+    clients.add_argument("--processes", type=_processes, default=1, help="client processes on this machine (default 1)")
+    clients.add_argument("--connect-timeout", type=_seconds_type("the connect timeout"), default=60.0, help="seconds to retry while the aggregator is not up")
     held = clients.add_mutually_exclusive_group(required=True)
-    held.add_argument("--population", metavar="SPEC.json", help="a population spec to generate the users' records from (ldp-sim population)")
-    held.add_argument("--data", metavar="FILE", help="a CSV or Parquet file of the users' records, one user per row")
-    clients.add_argument("--schema", metavar="S.json", help="the data file's schema (default: inferred from the file)")
-    clients.add_argument("--budget", type=float, default=None, help="the users' per-user budget ε (required with --data; a cap with --population)")
-    clients.add_argument("--key-file", metavar="F", help="32 random bytes: the secret key of report randomness (default: from the spec's seed, or fresh)")
-    clients.add_argument("--ledger", metavar="PATH", help="a durable SQLite ledger (survives restarts; default: in memory)")
+    held.add_argument("--seal-key-file", metavar="F", help="standby: hold no data, host the populations the experiment seals with this key")
+    held.add_argument("--population", type=_existing_file("the population spec"), metavar="SPEC.json", help="a population spec to generate the users' records from (ldp-sim population)")
+    held.add_argument("--data", type=_existing_file("the data file"), metavar="FILE", help="a CSV or Parquet file of the users' records, one user per row")
+    clients.add_argument("--schema", type=_existing_file("the schema file"), metavar="S.json", help="the data file's schema (default: inferred from the file)")
+    clients.add_argument("--budget", type=_epsilon_type("budget epsilon"), default=None, help="the users' per-user budget ε (required with --data; a cap with --population)")
+    clients.add_argument("--key-file", type=_existing_file("the key file"), metavar="F", help="32 random bytes: the secret key of report randomness (default: from the spec's seed, or fresh)")
+    clients.add_argument("--ledger", type=_ledger_path, metavar="PATH", help="a durable SQLite ledger (survives restarts; default: in memory)")
+    clients.add_argument("--tls", type=_existing_dir("the --tls directory"), metavar="DIR", help="connect over TLS with the files in DIR (ca.pem, and client-NAME.* or the token)")
+    clients.add_argument("--client-name", metavar="NAME", help="with --tls: this machine's client certificate DIR/client-NAME.pem (mTLS)")
+    clients.add_argument("--token-file", type=_existing_file("the token file"), metavar="F", help="with --tls: the enrolment token (token mode)")
+    certs = sub.add_parser("certs", help="make a CA, a server certificate and client certificates (or a token) for TLS")
+    from ldp.wire.tls import add_certs_arguments
+
+    add_certs_arguments(certs)
     pop = sub.add_parser("population", help="write an experiment's population spec for `clients --population`")
     _experiment_arguments(pop)
     sub.add_parser("list", help="list the registered experiments")
     lab = sub.add_parser("lab", help="run a teaching lab the classroom way (client processes on loopback)")
-    lab.add_argument("number", type=int, help="lab number (see simulations/labs/)")
+    lab.add_argument("number", type=_lab_number, help="lab number (see simulations/labs/)")
     lab.add_argument("--quick", action="store_true", help="small sizes: every lab in under a minute")
-    lab.add_argument("--processes", type=int, default=2, help="client processes (default 2)")
+    lab.add_argument("--processes", type=_processes, default=2, help="client processes (default 2)")
     lab.add_argument("--transport", choices=("grpc", "inprocess"), default="grpc", help="grpc (default) or inprocess")
     lab.add_argument("--no-solutions", action="store_true", help="print the exercises without solving them")
     lab.add_argument("--out", default="results/labs", help="where figures are saved (default results/labs)")
@@ -160,6 +330,7 @@ def _lab(ns: argparse.Namespace, console: Console) -> int:
         raise ParameterError(f"there is no lab {ns.number}; labs are {sorted(labs)}")
     if ns.processes < 1:
         raise ParameterError(f"--processes must be ≥ 1, got {ns.processes}")
+    _output_directory(ns.out)
     env = dict(
         os.environ,
         LDP_TRANSPORT=ns.transport,
@@ -202,13 +373,32 @@ def _experiment_args(ns: argparse.Namespace, progress: Any, log: Any = None) -> 
     options = dict(ns.options)
     if options and not exp.takes_options:
         raise ParameterError(f"{exp.name} takes no -o options (got {sorted(options)})")
+    repeated = sorted({key for key, _ in ns.options if sum(k == key for k, _ in ns.options) > 1})
+    if repeated:
+        raise ParameterError(f"-o {repeated[0]}=... is given more than once; give each setting once (lists: -o {repeated[0]}=a,b)")
     transport = getattr(ns, "transport", None)
     if transport is not None and transport not in exp.transports:
         raise ParameterError(f"{exp.name} does not use the LR oracle: it runs in process only (drop --transport {transport})")
-    return exp, ExperimentArgs(
+    args = ExperimentArgs(
         users=users, epsilon=epsilon, seed=seed, deadline_s=ns.deadline, progress=progress, options=options,
         quick=ns.quick, out=ns.out, log=log or (lambda line: None),
     )
+    if ns.command == "run" and exp.mode == "oracle" and exp.population is not None:
+        # `run` holds every user on this machine, whatever the number of client processes.
+        from ldp.core.population import check_hostable
+
+        spec = exp.population(args)
+        check_hostable(
+            spec.schema, spec.size, where="on this machine",
+            hint="use fewer users (--users), or serve them from several machines (`ldp-sim serve` here and "
+            "`ldp-sim clients --shard K/M --processes P` on each of the others)",
+        )
+    if ns.out is not None:
+        if ns.command == "population":
+            _output_file(ns.out)
+        else:
+            _output_directory(ns.out)
+    return exp, args
 
 
 def _print_result(console: Console, result: ExperimentResult, elapsed: float) -> None:
@@ -308,38 +498,60 @@ def _run_standalone(ns: argparse.Namespace, console: Console) -> int:
     return 0
 
 
+async def _echo_events(aggregator: Any, console: Console) -> None:
+    """Print the aggregator's connect/disconnect events as they happen (until cancelled)."""
+    seen = 0
+    while True:
+        for event in aggregator.events[seen:]:
+            console.print(event, markup=False, highlight=False)
+        seen = len(aggregator.events)
+        await asyncio.sleep(0.2)
+
+
 async def _serve(ns: argparse.Namespace, console: Console) -> int:
+    """The aggregator side (with the experiment, which owns the seeds and the ground truth)."""
     from ldp.wire.aggregator import GrpcAggregator, GrpcLROracle
+    from ldp.wire.remote import RemoteOracleFactory
+    from ldp.wire.sealed import seal_key_file
 
     exp, args = _experiment_args(ns, lambda done, total: None)
-    if exp.population is None or exp.mode != "oracle":
-        raise ParameterError(f"{exp.name} cannot be served to remote clients yet (it runs many populations or none); use `ldp-sim run {exp.name}`")
-    spec = exp.population(args)
-    aggregator = GrpcAggregator(spec.description(), ns.bind)  # the aggregator learns the description only
+    seal_key = None
+    if exp.mode == "factory":
+        if ns.seal_key_file is None:
+            raise ParameterError(
+                f"{exp.name} runs many populations: serve it with --seal-key-file F (created if missing) and start the clients "
+                "on standby with a copy of F: ldp-sim clients --connect HOST:PORT --seal-key-file F"
+            )
+        seal_key = seal_key_file(ns.seal_key_file, create=True)
+        description = None  # the clients wait on standby; each population arrives sealed
+    else:
+        assert exp.population is not None
+        description = exp.population(args).description()  # the aggregator learns the description only
+    aggregator = GrpcAggregator(description, ns.bind)
     await aggregator.start()
+    echo = asyncio.ensure_future(_echo_events(aggregator, console))
     try:
         # Printed on stdout and flushed: scripts (and tests) read the port from this line.
-        print(f"ldp-sim serve: listening on {aggregator.address} for {spec.size} users", flush=True)
-        seen = 0
-        loop = asyncio.get_running_loop()
-        end = loop.time() + ns.wait
-        while aggregator.covered_users() < spec.size:
-            for event in aggregator.events[seen:]:
-                console.print(event)
-            seen = len(aggregator.events)
-            if loop.time() > end:
-                raise LDPError(f"timed out after {ns.wait:g} s: client processes hold {aggregator.covered_users()} of {spec.size} users")
-            try:
-                await aggregator.wait_for_shards(0.5)
-            except LDPError:
-                pass
-        for event in aggregator.events[seen:]:
-            console.print(event)
+        what = f"{description.size} users" if description is not None else "standby clients (sealed populations)"
+        print(f"ldp-sim serve: listening on {aggregator.address} for {what}", flush=True)
         start = time.perf_counter()
-        result = await exp.runner(GrpcLROracle(aggregator), args)
+        if seal_key is not None:
+            factory = RemoteOracleFactory(aggregator, seal_key, wait_s=ns.wait)
+            result = await exp.runner(factory, args)
+        else:
+            await aggregator.wait_for_shards(ns.wait)
+            await asyncio.sleep(0.3)  # let the last connect event print before the table
+            result = await exp.runner(GrpcLROracle(aggregator), args)
+        echo.cancel()
         _print_result(console, result, time.perf_counter() - start)
-    finally:
-        await aggregator.close("the experiment is over")
+    except BaseException as exc:
+        echo.cancel()
+        # The clients learn that the run failed (they exit 3), with the reason in one line.
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        await aggregator.close(f"the experiment failed: {reason}", failed=True)
+        raise
+    echo.cancel()
+    await aggregator.close("the experiment is over")
     return 0
 
 
@@ -366,8 +578,13 @@ def _client_config(ns: argparse.Namespace) -> Any:
             key = Path(ns.key_file).read_bytes()
         except OSError as exc:
             raise ParameterError(f"cannot read --key-file {ns.key_file}: {exc.strerror}") from None
+    seal_key = None
+    if ns.seal_key_file is not None:
+        from ldp.wire.sealed import seal_key_file
+
+        seal_key = seal_key_file(ns.seal_key_file)
     return ClientConfig(
-        population=population, data_path=ns.data, schema_path=ns.schema, budget=ns.budget, report_key=key, ledger_path=ns.ledger
+        population=population, data_path=ns.data, schema_path=ns.schema, budget=ns.budget, report_key=key, ledger_path=ns.ledger, seal_key=seal_key
     )
 
 
@@ -400,20 +617,41 @@ def _population(ns: argparse.Namespace, console: Console) -> int:
 
 def _clients(ns: argparse.Namespace, console: Console) -> int:
     from ldp.wire.aggregator import ShardClaim
-    from ldp.wire.launcher import spawn_clients, stop_clients
+    from ldp.wire.launcher import ClientProcess, clients_exit_code, spawn_clients, stop_clients, wait_clients
 
     if ns.processes < 1:
         raise ParameterError(f"--processes must be ≥ 1, got {ns.processes}")
     config = _client_config(ns)
     config.holdings()  # a bad data file or spec is one clear line here, not one per process
+    tls_args: list[str] = []
+    if ns.tls is not None:
+        from ldp.wire.tls import client_tls
+
+        client_tls(ns.tls, ns.client_name, ns.token_file)  # a missing or unsafe file: one line here
+        # Paths only: the token itself never appears on a command line (ps shows those).
+        tls_args = ["--tls", ns.tls] + (["--client-name", ns.client_name] if ns.client_name else []) + (["--token-file", ns.token_file] if ns.token_file else [])
+    elif ns.client_name or ns.token_file:
+        raise ParameterError("--client-name and --token-file need --tls DIR")
     k, m = ns.shard
     claims = [ShardClaim(k, m, j, ns.processes) for j in range(ns.processes)]
-    procs = spawn_clients(ns.connect, claims, config, capture_stderr=False, connect_timeout_s=ns.connect_timeout)
+    procs = spawn_clients(
+        ns.connect, claims, config, capture_stderr=False, connect_timeout_s=ns.connect_timeout, extra_args={c.key: tls_args for c in claims}
+    )
+
+    def ended(c: ClientProcess) -> None:  # one line as soon as a client ends badly (a killed one says nothing itself)
+        print(f"ldp-sim clients: {c.describe()}", file=sys.stderr, flush=True)
+
     try:
-        codes = [c.process.wait() for c in procs]
+        codes = wait_clients(procs, ended)
     finally:
         stop_clients(procs, timeout_s=2.0)
-    return max(codes)
+    # The exit code says how the run ended for these users: 0 over, 1 lost, 2 turned away, 3 the
+    # run failed, 4 a client process killed (docs/protocol.md); never a raw negative code.
+    code = clients_exit_code(codes)
+    if code:
+        bad = [c for c in procs if c.process.returncode != 0]
+        print(f"ldp-sim clients: exit {code}: {len(bad)} of {len(procs)} client process(es) did not end normally", file=sys.stderr, flush=True)
+    return code
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -423,6 +661,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     errors = Console(stderr=True)
     ns = _parser().parse_args(argv)
     try:
+        if ns.command == "certs":
+            from ldp.wire.tls import run_certs
+
+            return run_certs(ns, say=lambda line: console.print(line, markup=False, highlight=False))
         if ns.command == "clients":  # client processes need no experiment: stay light
             return _clients(ns, console)
         if ns.command == "lab":
@@ -435,11 +677,23 @@ def main(argv: Sequence[str] | None = None) -> int:
                 where = "in process only" if exp.mode == "standalone" else "grpc|inprocess"
                 console.print(f"{exp.name:22s} [{where}] {exp.description}", markup=False, highlight=False, soft_wrap=True)
             return 0
-        if ns.command == "run" and get_experiment(ns.experiment).mode == "standalone":
+        if ns.command in ("run", "serve") and get_experiment(ns.experiment).mode == "standalone":
+            if ns.command == "serve":  # nothing to serve: it runs where it is served
+                console.print(f"{ns.experiment} uses no LR oracle: it runs here, in process, and needs no client", markup=False, highlight=False)
             return _run_standalone(ns, console)
         return asyncio.run(_run(ns, console) if ns.command == "run" else _serve(ns, console))
     except LDPError as exc:
         errors.print(f"ldp-sim: error: {exc}", markup=False, highlight=False, soft_wrap=True)  # one line, however long
+        return EXIT_USAGE
+    except MemoryError:
+        users = getattr(ns, "users", None)
+        who = f"{users} users" if users is not None else "the experiment's users"
+        errors.print(
+            f"ldp-sim: error: not enough memory for {who} in one process: "
+            "this machine ran out while holding them; use more client processes or machines "
+            "(`ldp-sim serve` here, `ldp-sim clients --shard K/M --processes P` on each of the others) or fewer users",
+            markup=False, highlight=False, soft_wrap=True,
+        )
         return EXIT_USAGE
     except KeyboardInterrupt:
         errors.print("ldp-sim: interrupted", markup=False, highlight=False)

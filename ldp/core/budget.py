@@ -147,8 +147,9 @@ class Ledger:
         nonces: np.ndarray | None = None,
         journal: bool = False,
     ) -> None:
-        if count < 0 or first_user < 0:
-            raise ParameterError(f"ledger needs first_user ≥ 0 and count ≥ 0, got {first_user}, {count}")
+        for what, value in (("first_user", first_user), ("count", count)):
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= value <= 1 << 40:
+                raise ParameterError(f"ledger needs an integer {what} in [0, 2^40], got {value!r}")
         self.first_user = int(first_user)
         self.count = int(count)
         self.budget = require_epsilon(budget, name="budget epsilon")

@@ -51,7 +51,10 @@ EPSILON_MAX = 2.0**10
 
 
 def require_positive_finite(name: str, value: object) -> float:
-    """``value`` as a float if it is finite and > 0, else a ParameterError naming it."""
+    """``value`` as a float if it is a finite real number > 0 (not a string or a bool), else a
+    ParameterError naming it."""
+    if isinstance(value, (str, bytes, bool)) or value is None:
+        raise ParameterError(f"{name} must be a finite number > 0, got {value!r}")
     try:
         x = float(value)  # type: ignore[arg-type]
     except (TypeError, ValueError):

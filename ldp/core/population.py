@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -78,11 +79,28 @@ class PopulationSpec:
     secure: bool = False  # a report key from the OS (records stay seeded): reports not reproducible
 
     def __post_init__(self) -> None:
+        # A spec of up to 2^40 users is always constructible: machines each host a slice of it
+        # (``generate_records`` refuses a slice too large for one process, where it is built).
+        if not isinstance(self.concept_class, ConceptClass):
+            raise ParameterError(f"concept_class must be a ConceptClass (e.g. concept_class('parity', 8)), got {self.concept_class!r}")
+        if not isinstance(self.target, Concept):
+            raise ParameterError(f"target must be a Concept (e.g. concept_class(...).random_target(rng)), got {self.target!r}")
         if isinstance(self.size, bool) or not isinstance(self.size, (int, np.integer)) or not 1 <= self.size <= MAX_USERS:
             raise ParameterError(f"population size must be an integer in [1, 2^40], got {self.size!r}")
+        object.__setattr__(self, "size", int(self.size))
+        if isinstance(self.budget, (bool, str, bytes)):
+            raise ParameterError(f"budget epsilon must be a finite number in [2^-30, 2^10], got {self.budget!r}")
         object.__setattr__(self, "budget", require_epsilon(self.budget, name="budget epsilon"))
-        if not 0.0 <= self.label_noise < 0.5:
-            raise ParameterError(f"label_noise must be in [0, 0.5), got {self.label_noise}")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, (int, np.integer)) or not 0 <= self.seed < 2**64:
+            raise ParameterError(f"population seed must be an integer in [0, 2^64), got {self.seed!r}")
+        object.__setattr__(self, "seed", int(self.seed))
+        if not isinstance(self.distribution, Distribution):
+            raise ParameterError(f"distribution must be a Distribution (e.g. Uniform()), got {self.distribution!r}")
+        noise = self.label_noise
+        if isinstance(noise, (bool, np.bool_)) or not isinstance(noise, (int, float, np.integer, np.floating)) or not 0.0 <= noise < 0.5:
+            raise ParameterError(f"label_noise must be a number in [0, 0.5), got {noise!r}")
+        if not isinstance(self.secure, (bool, np.bool_)):
+            raise ParameterError(f"secure must be True or False, got {self.secure!r}")
 
     @property
     def schema(self) -> Schema:
@@ -147,14 +165,72 @@ class PopulationSpec:
             raise ParameterError(f"malformed population spec: {exc}") from None
 
 
+# What hosting one user costs a process, roughly: per record column its int16 cell and a float64
+# query value in a round; per user its ledger (spent units and nonce, 16 bytes) and a round's ids,
+# charges, nonces and report (about 48). Generation works in chunks of RECORD_CHUNK users, so its
+# temporaries are bounded whatever the range.
+HOSTING_BYTES_PER_COLUMN = 10
+HOSTING_BYTES_PER_USER = 64
+RECORD_CHUNK = 1 << 16
+
+
+def hosting_bytes(schema: Schema, count: int) -> int:
+    """About how many bytes of memory a process needs to host ``count`` users of ``schema``."""
+    return int(count) * (HOSTING_BYTES_PER_COLUMN * schema.width + HOSTING_BYTES_PER_USER)
+
+
+def physical_memory_bytes() -> int | None:
+    """This machine's physical memory, or None where the OS does not say."""
+    try:
+        pages, size = os.sysconf("SC_PHYS_PAGES"), os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, OSError, ValueError):
+        return None
+    return pages * size if pages > 0 and size > 0 else None
+
+
+def _gib(n: float) -> str:
+    return f"{n / 2**40:.1f} TiB" if n >= 2**40 else f"{n / 2**30:.1f} GiB" if n >= 2**30 else f"{n / 2**20:.1f} MiB"
+
+
+def check_hostable(schema: Schema, count: int, *, where: str = "in one process", hint: str | None = None) -> None:
+    """A ParameterError, naming the users and the memory needed, when ``count`` users of ``schema``
+    cannot fit in this machine's physical memory (``hosting_bytes``)."""
+    memory = physical_memory_bytes()
+    needed = hosting_bytes(schema, count)
+    if memory is not None and needed > memory:
+        per_user = needed // max(1, int(count))
+        raise ParameterError(
+            f"cannot host {count} users {where}: they need about {_gib(needed)} ({per_user} bytes per user), "
+            f"and this machine has {_gib(memory)} of memory; "
+            + (hint or "split them over more client processes or machines (ldp-sim clients --processes P --shard K/M: each holds a slice)")
+        )
+
+
 def generate_records(spec: PopulationSpec, first_user: int, count: int) -> np.ndarray:
     """Records of users first_user .. first_user+count−1, shape (count, schema.width), int16.
 
     Features come from draw stream RECORDS/request 0, label noise from RECORDS/request 1: both
     keyed by the population seed only (never the secure flag), so records are reproducible.
+    Records are a pure function of (seed, user id): they are generated RECORD_CHUNK users at a
+    time, so memory is the records of the range asked for; a range too large for this machine
+    is a ParameterError (``check_hostable``) before anything is allocated.
     """
+    if isinstance(first_user, bool) or isinstance(count, bool) or not isinstance(first_user, (int, np.integer)) or not isinstance(count, (int, np.integer)):
+        raise ParameterError(f"records(first_user, count) needs integers, got {first_user!r}, {count!r}")
+    first_user, count = int(first_user), int(count)
     if first_user < 0 or count < 0 or first_user + count > spec.size:
         raise ParameterError(f"users {first_user}..{first_user + count - 1} are outside the population 0..{spec.size - 1}")
+    check_hostable(spec.schema, count)
+    if count <= RECORD_CHUNK:
+        return _generate_chunk(spec, first_user, count)
+    out = np.empty((count, spec.schema.width), dtype=RECORD_DTYPE)
+    for lo in range(0, count, RECORD_CHUNK):
+        hi = min(count, lo + RECORD_CHUNK)
+        out[lo:hi] = _generate_chunk(spec, first_user + lo, hi - lo)
+    return out
+
+
+def _generate_chunk(spec: PopulationSpec, first_user: int, count: int) -> np.ndarray:
     users = np.arange(first_user, first_user + count, dtype=np.int64)
     source = RandomSource(seed=int(spec.seed))
     features = spec.distribution.sample(spec.schema, source.for_request(Streams.RECORDS, 0, users), spec.target)

@@ -49,6 +49,18 @@ class QuerySpec:
     name: str
     params: Mapping[str, Any] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        """What can be checked without a schema or the registry: the name is an identifier
+        (e.g. "field"), the params a mapping with string keys. Unknown kinds and parameters a
+        kind does not accept are refused by ``make_query`` (the users' side)."""
+        if not isinstance(self.name, str) or not self.name.isidentifier():
+            raise ParameterError(f"a query name must be a non-empty identifier (one of {query_kinds()}), got {self.name!r}")
+        if not isinstance(self.params, Mapping):
+            raise ParameterError(f"query {self.name!r}: params must be a mapping (a dict), got {type(self.params).__name__} {self.params!r}")
+        bad = [k for k in self.params if not isinstance(k, str)]
+        if bad:
+            raise ParameterError(f"query {self.name!r}: parameter names must be strings, got {bad[0]!r}")
+
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "params": _jsonable(self.params)}
 
@@ -358,35 +370,104 @@ class RecordQuery(Query):
         return records
 
 
-# Spec builders: the one way to write queries in code.
+# Spec builders: the one way to write queries in code. They check what needs no schema (types,
+# identifier names, integer indices ≥ 0) and raise a ParameterError naming the value; a field a
+# schema lacks is refused by ``Session.round`` (against the oracle's description) and by the users.
+
+
+def _identifier(what: str, value: Any) -> str:
+    if not isinstance(value, str) or not value.isidentifier():
+        raise ParameterError(f"{what} must be a field name (an identifier such as 'x' or 'y'), got {value!r}")
+    return value
+
+
+def _index(what: str, value: Any) -> int:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < 0:
+        raise ParameterError(f"{what} must be an integer ≥ 0, got {value!r}")
+    return int(value)
+
+
+def _integer(what: str, value: Any) -> int:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise ParameterError(f"{what} must be an integer, got {value!r}")
+    return int(value)
+
+
+def _finite(what: str, value: Any) -> float:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)) or not math.isfinite(value):
+        raise ParameterError(f"{what} must be a finite number, got {value!r}")
+    return float(value)
+
+
+def _spec(what: str, value: Any) -> "QuerySpec":
+    if not isinstance(value, QuerySpec):
+        raise ParameterError(f"{what} must be a QuerySpec (e.g. field_query('x', 0)), got {type(value).__name__} {value!r}")
+    return value
 
 
 def field_query(name: str, index: int = 0) -> QuerySpec:
-    return QuerySpec("field", {"field": name, "index": int(index)})
+    return QuerySpec("field", {"field": _identifier("field_query: field", name), "index": _index(f"field_query({name!r}): index", index)})
 
 
 def label_query(name: str = "y") -> QuerySpec:
-    return QuerySpec("label", {"field": name})
+    return QuerySpec("label", {"field": _identifier("label_query: field", name)})
 
 
 def conjunction(*literals: tuple[str, int, int] | tuple[str, int, int, bool]) -> QuerySpec:
-    return QuerySpec("conjunction", {"literals": [list(lit) for lit in literals]})
+    if not literals:
+        raise ParameterError("conjunction needs at least one literal (field, index, value[, equal])")
+    out = []
+    for k, lit in enumerate(literals):
+        if not isinstance(lit, (list, tuple)) or len(lit) not in (3, 4):
+            raise ParameterError(f"conjunction: literal {k} must be (field, index, value) or (field, index, value, equal), got {lit!r}")
+        item: list[Any] = [
+            _identifier(f"conjunction: literal {k} field", lit[0]),
+            _index(f"conjunction: literal {k} index", lit[1]),
+            _integer(f"conjunction: literal {k} value", lit[2]),
+        ]
+        if len(lit) == 4:
+            if not isinstance(lit[3], (bool, np.bool_)):
+                raise ParameterError(f"conjunction: literal {k} equal must be True or False, got {lit[3]!r}")
+            item.append(bool(lit[3]))
+        out.append(item)
+    return QuerySpec("conjunction", {"literals": out})
 
 
 def parity(mask: Sequence[int] | np.ndarray, field: str = "x", output: str = "sign") -> QuerySpec:
     """(−1)^⟨m, x⟩ (or the bit ⟨m, x⟩ with ``output="bit"``); ``mask`` is a list of indices into
     the field, or a bool vector over it."""
+    if isinstance(mask, (str, bytes)):
+        raise ParameterError(f"parity: mask must be a list of indices ≥ 0 or a bool vector, got {mask!r}")
     m = np.asarray(mask)
-    indices = np.flatnonzero(m).tolist() if m.dtype == bool else [int(j) for j in m.ravel()]
-    return QuerySpec("parity", {"field": field, "mask": indices, "output": output})
+    if m.ndim != 1:
+        raise ParameterError(f"parity: mask must be one-dimensional (a list of indices or a bool vector), got shape {m.shape}")
+    if m.dtype == bool:
+        indices = np.flatnonzero(m).tolist()
+    elif m.size == 0:
+        indices = []
+    elif m.dtype.kind in "iu":
+        indices = [int(j) for j in m]
+        if min(indices) < 0:
+            raise ParameterError(f"parity: mask indices must be ≥ 0, got {min(indices)}")
+        if len(set(indices)) != len(indices):
+            raise ParameterError(f"parity: mask indices must be distinct, got {indices[:16]}")
+    else:
+        raise ParameterError(f"parity: mask must be a list of integer indices ≥ 0 or a bool vector, got {mask!r}")
+    if output not in ("sign", "bit"):
+        raise ParameterError(f"parity: output must be 'sign' or 'bit', got {output!r}")
+    return QuerySpec("parity", {"field": _identifier("parity: field", field), "mask": indices, "output": output})
 
 
 def product(*factors: QuerySpec) -> QuerySpec:
-    return QuerySpec("product", {"factors": [f.to_json() for f in factors]})
+    if not factors:
+        raise ParameterError("product needs at least one factor (a QuerySpec)")
+    return QuerySpec("product", {"factors": [_spec(f"product: factor {k}", f).to_json() for k, f in enumerate(factors)]})
 
 
 def affine(query: QuerySpec, scale: float = 1.0, offset: float = 0.0) -> QuerySpec:
-    return QuerySpec("affine", {"query": query.to_json(), "scale": float(scale), "offset": float(offset)})
+    return QuerySpec(
+        "affine", {"query": _spec("affine: query", query).to_json(), "scale": _finite("affine: scale", scale), "offset": _finite("affine: offset", offset)}
+    )
 
 
 def record_query() -> QuerySpec:

@@ -1146,6 +1146,37 @@ class RandomizerSpec:
     epsilon: float
     params: Mapping[str, Any] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        """Refuse at construction what no user would run: an unregistered kind (UnknownKindError
+        listing the kinds), a query that is not a ``QuerySpec``, an ε that is not a finite real in
+        [2^-30, 2^10] (``require_epsilon``; stored as a float), params that are not a mapping.
+        The users' side checks everything again (``LocalRandomizer.build``): this is for the
+        aggregator's programmer, not a privacy guarantee."""
+        if not isinstance(self.kind, str):
+            raise ParameterError(f"randomizer kind must be a string (one of {randomizer_kinds()}), got {self.kind!r}")
+        if self.kind not in _BUILDERS:
+            raise UnknownKindError(f"unknown randomizer kind {self.kind!r}; registered kinds are {randomizer_kinds()}")
+        if not isinstance(self.query, QuerySpec):
+            raise ParameterError(
+                f"randomizer {self.kind!r}: query must be a QuerySpec (e.g. field_query('x', 0)), got {type(self.query).__name__} {self.query!r}"
+            )
+        if isinstance(self.epsilon, (bool, str, bytes)) or not isinstance(self.epsilon, (int, float, np.integer, np.floating, Fraction, Decimal)):
+            raise ParameterError(f"randomizer {self.kind!r}: epsilon must be a finite real number in [2^-30, 2^10], got {self.epsilon!r}")
+        object.__setattr__(self, "epsilon", require_epsilon(self.epsilon, name=f"randomizer {self.kind!r}: epsilon"))
+        if not isinstance(self.params, Mapping):
+            raise ParameterError(f"randomizer {self.kind!r}: params must be a mapping (a dict), got {type(self.params).__name__} {self.params!r}")
+
+    @classmethod
+    def unchecked(cls, kind: Any, query: Any, epsilon: Any, params: Any = None) -> "RandomizerSpec":
+        """A spec built *without* the construction checks: what the wire codec decodes (an
+        aggregator's request, validated by the users' side when ``LocalRandomizer.build`` builds
+        it) and what tests send to prove that the users' side refuses what a hostile or buggy
+        aggregator could send. Never use it to get around a check anywhere else."""
+        spec = object.__new__(cls)
+        for name, value in (("kind", kind), ("query", query), ("epsilon", epsilon), ("params", {} if params is None else params)):
+            object.__setattr__(spec, name, value)
+        return spec
+
     def to_json(self) -> dict[str, Any]:
         return {"kind": self.kind, "query": self.query.to_json(), "epsilon": self.epsilon, "params": dict(self.params)}
 
@@ -1153,6 +1184,8 @@ class RandomizerSpec:
     def from_json(cls, data: Mapping[str, Any]) -> "RandomizerSpec":
         try:
             return cls(str(data["kind"]), QuerySpec.from_json(data["query"]), float(data["epsilon"]), dict(data.get("params", {})))
+        except UnknownKindError:
+            raise
         except (KeyError, TypeError, ValueError) as exc:
             raise ParameterError(f"malformed randomizer spec {data!r}: {exc}") from None
 

@@ -31,8 +31,9 @@ class Status(enum.IntEnum):
 
     ANSWERED = 0
     REFUSED = 1  # over budget: no report, no charge
-    MISSING = 2  # the shard holding the user disconnected or missed the deadline
-    ERROR = 3  # the request was invalid for this shard (unknown query, bad parameters, ...)
+    MISSING = 2  # the shard holding the user disconnected (now or earlier) or missed the deadline
+    ERROR = 3  # the request was invalid for this shard (unknown query, bad parameters, ...), or its reply was malformed
+    # For MISSING and ERROR users, ``Reports.errors`` says which shard and why.
 
 
 @dataclass(frozen=True)

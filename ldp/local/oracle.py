@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from typing import Sequence
 
 import numpy as np
 
@@ -69,10 +70,24 @@ class Reports:
         return {s.name.lower(): int(np.sum(self.status == s)) for s in Status}
 
 
-def split_round(request: RoundRequest, shards: list[ShardRange]) -> dict[str, RoundRequest]:
+def _union(ranges: Sequence[ShardRange]) -> list[tuple[int, int]]:
+    """The user ranges as disjoint sorted [lo, hi) intervals."""
+    out: list[tuple[int, int]] = []
+    for lo, hi in sorted((r.first_user, r.first_user + r.count) for r in ranges if r.count > 0):
+        if out and lo <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], hi))
+        else:
+            out.append((lo, hi))
+    return out
+
+
+def split_round(request: RoundRequest, shards: list[ShardRange], departed: Sequence[ShardRange] = ()) -> dict[str, RoundRequest]:
     """Per-shard requests: each assignment restricted to the users each shard holds.
 
-    Raises ParameterError before anything is sent if a request names a user no shard holds.
+    Users that no connected shard holds but a ``departed`` one did (a client lost earlier) are
+    left out: nothing is sent for them and ``assemble_round`` reports them MISSING, naming the
+    shard. Raises ParameterError before anything is sent if a request names a user that no shard,
+    connected or departed, ever held (an id outside the population: a programming error).
     """
     per_shard: dict[str, list[Assignment]] = {s.key: [] for s in shards}
     for a in request.assignments:
@@ -83,10 +98,15 @@ def split_round(request: RoundRequest, shards: list[ShardRange]) -> dict[str, Ro
                 per_shard[s.key].append(Assignment(a.request_id, part, a.randomizer))
                 covered += len(part)
         if covered != len(a.users):
-            held = ", ".join(f"{s.first_user}..{s.first_user + s.count - 1}" for s in sorted(shards, key=lambda s: s.first_user)) or "none"
-            raise ParameterError(
-                f"request {a.request_id} names {len(a.users) - covered} user(s) that no connected shard holds (held: {held})"
-            )
+            known = sum(len(a.users.within(lo, hi - lo)) for lo, hi in _union([*shards, *departed])) if departed else covered
+            if known != len(a.users):
+                held = ", ".join(f"{s.first_user}..{s.first_user + s.count - 1}" for s in sorted(shards, key=lambda s: s.first_user)) or "none"
+                gone = ", ".join(f"{d.key} {d.first_user}..{d.first_user + d.count - 1}" for d in departed)
+                raise ParameterError(
+                    f"request {a.request_id} names {len(a.users) - known} user(s) that no connected shard holds (held: {held}"
+                    + (f"; departed: {gone}" if gone else "")
+                    + ")"
+                )
     return {
         key: RoundRequest(request.session_id, request.session_kind, request.round, tuple(assignments), request.last_round, request.deadline_s)
         for key, assignments in per_shard.items()
@@ -98,17 +118,23 @@ def assemble_round(
     request: RoundRequest,
     sent: dict[str, RoundRequest],
     replies: dict[str, RoundReply | None],
+    departed: Sequence[ShardRange] = (),
 ) -> list[Reports]:
     """Reassemble per-shard replies into one ``Reports`` per assignment, in user order.
 
-    A shard whose reply is None (disconnected, deadline missed) marks its users MISSING; a
-    round-level or assignment-level error marks them ERROR and keeps the message.
+    A shard whose reply is None (disconnected, deadline missed) marks its users MISSING, and so
+    do users held only by a ``departed`` shard (not sent at all); ``errors`` then says which shard
+    and why (for a departed one, its user range). A round-level or assignment-level error marks
+    the users ERROR and keeps the message. A result whose refusal flags or reports do not fit
+    the users asked is an ERROR too (the transport checks replies first; this never raises).
     """
+    gone = {d.key: d for d in departed}
     out = []
     for a in request.assignments:
         users = a.users.array()
         sorter = None if a.users.ids is None else np.argsort(users, kind="stable")
         status = np.full(len(users), Status.MISSING, dtype=np.uint8)
+        asked = np.zeros(len(users), dtype=bool)
         pieces: list[tuple[np.ndarray, np.ndarray]] = []  # (positions of answered users, values)
         errors: list[str] = []
         for key, shard_request in sent.items():
@@ -120,9 +146,18 @@ def assemble_round(
                 idx = ids - a.users.start
             else:  # positions of this shard's ids within the request, vectorized
                 idx = sorter[np.searchsorted(users, ids, sorter=sorter)]
+            asked[idx] = True
             reply = replies.get(key)
-            if reply is None:
-                continue  # stays MISSING
+            if reply is None:  # stays MISSING
+                if key in gone:
+                    d = gone[key]
+                    errors.append(
+                        f"shard {key} (users {d.first_user}..{d.first_user + d.count - 1}) disconnected before answering "
+                        f"request {a.request_id}: its {len(idx)} user(s) are MISSING"
+                    )
+                else:
+                    errors.append(f"shard {key} did not answer request {a.request_id} within the {request.deadline_s:g} s deadline: its {len(idx)} user(s) are MISSING")
+                continue
             if reply.error:
                 status[idx] = Status.ERROR
                 errors.append(reply.error)
@@ -133,8 +168,27 @@ def assemble_round(
                 errors.append(result.error if result is not None else f"shard {key} did not answer request {a.request_id}")
                 continue
             refused = np.asarray(result.refused, dtype=bool)
+            values = np.asarray(result.values)
+            problem = ""
+            if refused.shape != (len(idx),) or values.ndim not in (1, 2) or len(values) != int(np.count_nonzero(~refused)):
+                problem = f"shard {key} answered request {a.request_id} with {refused.size} refusal flag(s) and {len(values)} report(s) for its {len(idx)} user(s)"
+            elif pieces and (values.dtype != pieces[0][1].dtype or values.shape[1:] != pieces[0][1].shape[1:]):
+                problem = f"shard {key} sent reports of dtype {values.dtype.str} and shape {values.shape[1:]} for request {a.request_id}, unlike the other shards'"
+            if problem:
+                status[idx] = Status.ERROR
+                errors.append(problem)
+                continue
             status[idx] = np.where(refused, Status.REFUSED, Status.ANSWERED)
-            pieces.append((idx[~refused], result.values))
+            pieces.append((idx[~refused], values))
+        if gone and not asked.all():
+            for d in gone.values():  # users only a departed shard held: never sent, MISSING
+                inside = (users >= d.first_user) & (users < d.first_user + d.count) & ~asked
+                lost = int(np.count_nonzero(inside))
+                if lost:
+                    errors.append(
+                        f"shard {d.key} (users {d.first_user}..{d.first_user + d.count - 1}) disconnected earlier: "
+                        f"{lost} user(s) of request {a.request_id} are MISSING"
+                    )
         values = _merge_values(len(users), pieces)
         out.append(Reports(a.request_id, a.randomizer, users, status, values, tuple(dict.fromkeys(errors))))
     return out
@@ -176,10 +230,15 @@ class LROracle(ABC):
         self._next_session += 1
         return self._next_session
 
+    @property
+    def departed(self) -> list[ShardRange]:
+        """Shards that held users and are gone (their users are MISSING, with a reason); none in process."""
+        return []
+
     async def run_round(self, request: RoundRequest) -> list[Reports]:
-        sent = split_round(request, self.shards)
+        sent = split_round(request, self.shards, self.departed)
         replies = await self._exchange(sent, request.deadline_s)
-        return assemble_round(request, sent, replies)
+        return assemble_round(request, sent, replies, self.departed)
 
     @abstractmethod
     async def _exchange(self, sent: dict[str, RoundRequest], deadline_s: float) -> dict[str, RoundReply | None]:

@@ -19,8 +19,10 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ldp.core.errors import ParameterError, SessionError
+from ldp.core.errors import LDPError, ParameterError, SessionError, require_positive_finite
+from ldp.core.queries import QuerySpec
 from ldp.core.randomizers import RandomizerSpec
+from ldp.core.schema import Schema
 from ldp.local.messages import Assignment, RoundRequest, SessionKind, Users
 from ldp.local.oracle import LROracle, Reports, users_for
 
@@ -85,6 +87,43 @@ class Transcript:
         Path(path).write_text(json.dumps(self.to_json(), indent=1))
 
 
+def _check_fields(query: QuerySpec, schema: Schema, where: str, depth: int = 0) -> None:
+    """Refuse, before anything is sent, a query naming a field the users' schema lacks or an index
+    outside it (ParameterError). Only the field references of the registered kinds are checked
+    here; everything else (unknown kinds, ill-typed parameters, values) is left to the users'
+    side, which checks every query again and answers with an error result."""
+    p = query.params
+    refs: list[tuple[Any, Any]] = []
+    subqueries: list[Any] = []
+    if query.name == "field":
+        refs = [(p.get("field"), p.get("index", 0))]
+    elif query.name == "label":
+        refs = [(p.get("field", "y"), 0)]
+    elif query.name == "conjunction" and isinstance(p.get("literals"), (list, tuple)):
+        refs = [(lit[0], lit[1]) for lit in p["literals"] if isinstance(lit, (list, tuple)) and len(lit) >= 2]
+    elif query.name == "parity" and isinstance(p.get("mask"), (list, tuple)):
+        refs = [(p.get("field", "x"), j) for j in p["mask"]]
+    elif query.name == "product" and isinstance(p.get("factors"), (list, tuple)):
+        subqueries = list(p["factors"])
+    elif query.name == "affine":
+        subqueries = [p.get("query")]
+    for name, index in refs:
+        if not isinstance(name, str) or isinstance(index, bool) or not isinstance(index, (int, np.integer)):
+            continue  # ill-typed: the users' side says so
+        try:
+            schema.column(name, int(index))
+        except LDPError as exc:
+            raise ParameterError(f"{where}: {exc}") from None
+    if depth >= 32:
+        return
+    for sub in subqueries:
+        try:
+            spec = sub if isinstance(sub, QuerySpec) else QuerySpec.from_json(sub)
+        except LDPError:
+            continue
+        _check_fields(spec, schema, where, depth + 1)
+
+
 class Session:
     """One run of a local algorithm against an ``LROracle``."""
 
@@ -92,7 +131,7 @@ class Session:
         self.oracle = oracle
         self.kind = SessionKind(kind)
         self.name = name
-        self.deadline_s = float(deadline_s)
+        self.deadline_s = require_positive_finite("session deadline_s (seconds per round)", deadline_s)
         self.session_id = oracle.new_session_id()
         self.rounds_done = 0
         self.users_asked = 0
@@ -118,6 +157,12 @@ class Session:
             raise ParameterError(f"a round holds at most {MAX_REQUESTS_PER_ROUND - 1} requests, got {len(requests)}")
         if self.rounds_done >= MAX_ROUNDS:
             raise ParameterError(f"a session holds at most {MAX_ROUNDS} rounds")
+        description = self.oracle.description
+        for k, r in enumerate(requests):
+            if not isinstance(r, Request) or not isinstance(r.randomizer, RandomizerSpec):
+                raise ParameterError(f"request {k} must be a Request (Request.of(users, RandomizerSpec(...))), got {r!r}")
+            if description is not None and isinstance(r.randomizer.query, QuerySpec):
+                _check_fields(r.randomizer.query, description.schema, f"request {k} ({r.randomizer.kind} of query {r.randomizer.query.name!r})")
         assignments = tuple(
             Assignment(request_id(self.session_id, self.rounds_done, k), r.users, r.randomizer) for k, r in enumerate(requests)
         )

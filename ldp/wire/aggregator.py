@@ -6,16 +6,21 @@ range of its claim (Welcome), checks the public description the client declares 
 number of users, budget), and keeps the connected shards. It knows only the
 ``PopulationDescription``: never a record, a seed, a budget it could set, or a key
 (docs/design.md §2a). ``GrpcLROracle`` is the
-``LROracle`` over those shards: ``LROracle.run_round`` splits a round per shard (an error before
-anything is sent if a user is held by no connected shard), ``_exchange`` here sends each part and
-gathers replies, and the base class reassembles them in user order.
+``LROracle`` over those shards: ``LROracle.run_round`` splits a round per shard (users of a
+departed shard are MISSING; an id no shard ever held is an error before anything is sent),
+``_exchange`` here sends each part and gathers replies, and the base class reassembles them in
+user order.
 ``GrpcAggregator.load`` / ``GrpcLROracle.load`` relay a new population, sealed by the experiment, to
 the connected clients (Load → Ready), so one set of client processes serves many small populations
 (seeded trials); the aggregator can neither read nor alter what it relays (``ldp.wire.sealed``).
 Guarantees: every round has a deadline — a shard that disconnects resolves to None at once, one
 that misses the deadline resolves to None at the deadline, and its users are reported MISSING;
-a late reply for an old round is discarded (replies are matched to (session, round)). The
-aggregator never receives a record: clients only send reports (tests/wire/test_privacy_wire.py).
+a late reply for an old round is discarded (replies are matched to (session, round)). Hostile
+clients spoil only their own users' answers: every reply part is checked against what was asked
+before any array is built (``codec.ReplyCheck``), buffers are capped, handshakes have deadlines,
+and nothing a client sends raises out of the server (tests/wire/test_hostile_clients.py,
+tests/wire/test_fuzz_aggregator.py). The aggregator never receives a record: clients only send
+reports (tests/wire/test_privacy_wire.py).
 Source: docs/design.md §3 (measured gRPC facts: create the server inside the running loop, bind
 127.0.0.1:0 with so_reuseport=0, raise message limits, own Close message).
 """
@@ -27,6 +32,7 @@ import itertools
 import json
 import logging
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any, AsyncIterator
 
 import grpc
@@ -34,18 +40,28 @@ import numpy as np
 
 from ldp.core.errors import LDPError, ParameterError
 from ldp.core.population import PopulationDescription
+from ldp.core.randomizers import RandomizerSpec
 from ldp.local.messages import RoundReply, RoundRequest
 from ldp.local.oracle import LROracle, ShardRange
 from ldp.wire import codec
+from ldp.wire.tls import ServerTLS
 from ldp.wire.v1 import aggregator_pb2 as pb
 
 __all__ = ["GrpcAggregator", "GrpcLROracle", "ShardClaim", "shard_range"]
 
 log = logging.getLogger(__name__)
+_TIMED_OUT = object()  # a handshake read that found nothing in time
 
 SERVICE = "ldp.wire.v1.Aggregator"
-# How long a connecting client may take between Hello and Ready (it generates its records).
+# How long the clients may take to confirm a Load (each generates the new population's records).
 READY_TIMEOUT_S = 300.0
+# How long the aggregator waits for each handshake message: Hello after the stream opens, Ready
+# after Welcome. A client prepares its records before it connects, so an honest one answers at
+# once; a Hello without Ready must not hold a range for long (squatting): its reservation
+# expires after this and the range is free again (the event log says so).
+HANDSHAKE_TIMEOUT_S = 10.0
+# Ledger reports beyond the 8 bytes per user they need (headers, parts).
+LEDGER_SLACK_BYTES = 64 << 10
 
 
 @dataclass(frozen=True)
@@ -64,6 +80,13 @@ class ShardClaim:
     @property
     def key(self) -> str:
         return f"{self.index}/{self.count}" if self.sub_count == 1 else f"{self.index}/{self.count}.{self.sub_index}/{self.sub_count}"
+
+
+def claim_span(claim: ShardClaim) -> tuple[Fraction, Fraction]:
+    """The fraction [lo, hi) of any population that claim K/M (sub-shard j/P) holds."""
+    width = Fraction(1, claim.count * claim.sub_count)
+    lo = Fraction(claim.index, claim.count) + claim.sub_index * width
+    return lo, lo + width
 
 
 def shard_range(n: int, claim: ShardClaim) -> tuple[int, int]:
@@ -87,10 +110,24 @@ class _Connection:
     established: bool = False  # the handshake is over (a Load may be sent)
     closed: bool = False
     pending: dict[tuple[int, int], asyncio.Future[RoundReply | None]] = field(default_factory=dict)
+    checks: dict[tuple[int, int], codec.ReplyCheck] = field(default_factory=dict)  # what each pending round asked
     ledger_pending: dict[int, asyncio.Future[np.ndarray | None]] = field(default_factory=dict)
+    ledger_parts: dict[int, tuple[list[pb.LedgerReport], list[int]]] = field(default_factory=dict)  # parts, [bytes]
     load_pending: dict[int, asyncio.Future[pb.Ready | None]] = field(default_factory=dict)
     write_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     stop: asyncio.Event = field(default_factory=asyncio.Event)
+    close_reason: str = ""  # why the aggregator cut this client off (empty: it left by itself)
+    dropped: int = 0  # messages dropped: undecodable, unsolicited, or for a round not awaited
+
+    def forget_round(self, key: tuple[int, int]) -> asyncio.Future[RoundReply | None] | None:
+        """Stop waiting for a round: later parts of its reply are dropped as they arrive."""
+        self.checks.pop(key, None)
+        return self.pending.pop(key, None)
+
+    @property
+    def buffered_bytes(self) -> int:
+        """Bytes of reply and ledger parts received and not yet handed over (bounded by caps)."""
+        return sum(c.bytes for c in self.checks.values()) + sum(b[0] for _, b in self.ledger_parts.values())
 
     async def send(self, messages: list[pb.ServerMessage]) -> bool:
         """Write messages in order; False if the stream is gone."""
@@ -115,10 +152,32 @@ class GrpcAggregator:
 
     ``capture``: if a list is given, every raw message received from a client is appended as the
     exact bytes that arrived (for the test that no record ever crosses the wire).
+    ``handshake_timeout_s``: how long each handshake message may take (Hello; Ready after
+    Welcome); a client that says Hello and never Ready loses its reservation after it.
+    ``description`` None: the clients wait on *standby* (no data of their own) until ``load``
+    relays a sealed population; ``wait_for_claims`` waits until their claims cover everyone.
+    ``tls`` (``ldp.wire.tls.server_tls``): serve over TLS, and only enrolled clients (a client
+    certificate from the CA, or the shared token) may claim a shard; None: plaintext (loopback).
+
+    Hostile clients (docs/protocol.md, "Validation"): every reply part is checked against what its
+    shard was asked before any array is built (``codec.ReplyCheck``); a bad one makes that shard's
+    users of that request ERROR, with a reason naming the shard and the problem, and touches
+    nothing else; parts for a round not awaited, unsolicited ledger parts and undecodable
+    messages are dropped at once; the bytes a round's reply may take are capped (past the cap the
+    shard's users are ERROR and the client is cut off). Nothing a client sends raises out of here.
     """
 
-    def __init__(self, description: PopulationDescription, bind: str = "127.0.0.1:0", capture: list[bytes] | None = None) -> None:
+    def __init__(
+        self,
+        description: PopulationDescription | None,
+        bind: str = "127.0.0.1:0",
+        capture: list[bytes] | None = None,
+        *,
+        handshake_timeout_s: float = HANDSHAKE_TIMEOUT_S,
+        tls: ServerTLS | None = None,
+    ) -> None:
         self.description = description
+        self.tls = tls
         self.bind = bind
         self.capture = capture
         self.port = 0
@@ -130,6 +189,9 @@ class GrpcAggregator:
         self._ledger_ids = itertools.count(1)
         self._load_ids = itertools.count(1)  # 0 is the Ready that answers Welcome
         self._departed: set[str] = set()  # shards that disconnected and have not come back (named in load errors)
+        self._lost: dict[str, ShardRange] = {}  # their user ranges: users of these are MISSING, not an error
+        self._formats: dict[str, codec.ReportFormat] = {}  # report format per randomizer spec (cache)
+        self.handshake_timeout_s = float(handshake_timeout_s)  # per handshake message (Hello; Ready after Welcome)
         self.events: list[str] = []  # human-readable log of connects/disconnects (CLI shows it)
         self._background: set[asyncio.Future[Any]] = set()  # writes still finishing after a round ended
 
@@ -144,16 +206,19 @@ class GrpcAggregator:
         server = grpc.aio.server(options=options)
         capture = self.capture
 
-        def deserialize(data: bytes) -> pb.ClientMessage:
+        def deserialize(data: bytes) -> pb.ClientMessage | None:
             if capture is not None:
                 capture.append(bytes(data))
-            return pb.ClientMessage.FromString(data)
+            try:
+                return pb.ClientMessage.FromString(data)
+            except Exception:  # noqa: BLE001 - undecodable bytes: None, which the reader drops
+                return None
 
         handler = grpc.stream_stream_rpc_method_handler(
             self._connect, request_deserializer=deserialize, response_serializer=pb.ServerMessage.SerializeToString
         )
         server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, {"Connect": handler}),))
-        port = server.add_insecure_port(self.bind)
+        port = server.add_secure_port(self.bind, self.tls.credentials) if self.tls is not None else server.add_insecure_port(self.bind)
         if port == 0:
             raise LDPError(f"cannot bind the aggregator to {self.bind} (address in use or not local?)")
         await server.start()
@@ -165,11 +230,15 @@ class GrpcAggregator:
         host = self.bind.rsplit(":", 1)[0]
         return f"{host}:{self.port}"
 
-    async def close(self, reason: str = "the aggregator is shutting down", grace_s: float = 1.0) -> None:
-        """Send Close to every client, end their streams, stop the server."""
+    async def close(self, reason: str = "the aggregator is shutting down", grace_s: float = 1.0, failed: bool = False) -> None:
+        """Send Close to every client, end their streams, stop the server.
+
+        ``failed=True`` says the experiment failed (timeout, interrupt, error): the clients then
+        exit with code 3 (``EXIT_RUN_FAILED``) instead of 0."""
         self._closing, self._close_reason = True, reason
         conns = list(self._connections.values())
-        await asyncio.gather(*(c.send([pb.ServerMessage(close=pb.Close(reason=reason))]) for c in conns), return_exceptions=True)
+        close = pb.ServerMessage(close=pb.Close(reason=reason, failed=failed))
+        await asyncio.gather(*(c.send([close]) for c in conns), return_exceptions=True)
         for c in conns:
             c.stop.set()
             c.fail_pending()
@@ -194,9 +263,43 @@ class GrpcAggregator:
     def covered_users(self) -> int:
         return sum(s.count for s in self.shards)
 
+    @property
+    def departed(self) -> list[ShardRange]:
+        """Shards that held users of the current population and are gone (disconnected or cut
+        off) and have not come back: their users are MISSING in every round, with a reason."""
+        return sorted(self._lost.values(), key=lambda s: s.first_user)
+
+    def buffered_bytes(self) -> int:
+        """Bytes of unfinished reply and ledger parts held for all connections (each capped)."""
+        return sum(c.buffered_bytes for c in self._connections.values())
+
+    def claims_cover_everyone(self) -> bool:
+        """True when the established connections' claims tile [0, 1): every user of any
+        population would be held (their spans never overlap: ``_handshake`` refuses that)."""
+        spans = sorted(claim_span(c.claim) for c in self._connections.values() if c.established and not c.closed)
+        return sum((hi - lo for lo, hi in spans), Fraction(0)) == 1
+
+    async def wait_for_claims(self, timeout_s: float) -> list[str]:
+        """Wait until the connected (standby) clients' claims cover every user; returns their keys."""
+        loop = asyncio.get_running_loop()
+        end = loop.time() + timeout_s
+        while not self.claims_cover_everyone():
+            self._changed.clear()
+            remaining = end - loop.time()
+            if remaining <= 0:
+                have = sorted(c.key for c in self._connections.values() if c.established)
+                raise LDPError(f"timed out after {timeout_s:g} s waiting for client processes whose claims cover every user (connected: {have or 'none'})")
+            try:
+                await asyncio.wait_for(self._changed.wait(), remaining)
+            except asyncio.TimeoutError:
+                pass
+        return sorted(c.key for c in self._connections.values() if c.established)
+
     async def wait_for_shards(self, timeout_s: float, users: int | None = None) -> list[ShardRange]:
         """Wait until connected shards hold ``users`` users (default: the whole population)."""
-        want = self.description.size if users is None else users
+        if self.description is None and users is None:
+            raise LDPError("this aggregator serves standby clients: wait_for_claims, then load a population")
+        want = self.description.size if users is None else users  # type: ignore[union-attr]
         loop = asyncio.get_running_loop()
         end = loop.time() + timeout_s
         while self.covered_users() < want:
@@ -239,13 +342,25 @@ class GrpcAggregator:
             log.warning("a client stream failed: %s: %s", type(exc).__name__, exc)
         finally:
             if conn is not None:
-                conn.closed = True
-                conn.fail_pending()
+                self._depart(conn)
+                conn.fail_pending()  # after _depart: a round in flight sees the shard as departed
+                conn.checks.clear()
+                conn.ledger_parts.clear()
                 if self._connections.get(conn.key) is conn:
                     del self._connections[conn.key]
-                if conn.established:
-                    self._departed.add(conn.key)
-                self._notify(f"shard {conn.key} disconnected (users {conn.first_user}..{conn.first_user + conn.count - 1})")
+                why = f": {conn.close_reason}" if conn.close_reason else ""
+                self._notify(f"shard {conn.key} disconnected (users {conn.first_user}..{conn.first_user + conn.count - 1}){why}")
+
+    def _depart(self, conn: _Connection) -> None:
+        """The connection is over (or being cut off): no round is offered to it any more, and its
+        users are MISSING from now on (``departed``), until a client holds them again."""
+        if conn.closed:
+            return
+        conn.closed = True
+        if conn.established:
+            self._departed.add(conn.key)
+            if conn.ready and self._connections.get(conn.key) is conn:  # its users of the current population
+                self._lost[conn.key] = ShardRange(conn.key, conn.first_user, conn.count)
 
     async def _reject(self, context: grpc.aio.ServicerContext, reason: str) -> None:
         self.events.append(f"rejected a client: {reason}")
@@ -254,12 +369,28 @@ class GrpcAggregator:
         except Exception:  # noqa: BLE001 - the client may already be gone; nothing to do
             pass
 
+    async def _read_within(self, context: grpc.aio.ServicerContext) -> Any:
+        """The next message of a handshake (None: undecodable), or _TIMED_OUT if none comes in time."""
+        try:
+            return await asyncio.wait_for(context.read(), self.handshake_timeout_s)
+        except asyncio.TimeoutError:
+            return _TIMED_OUT
+
     async def _handshake(self, context: grpc.aio.ServicerContext) -> _Connection | None:
-        msg = await asyncio.wait_for(context.read(), READY_TIMEOUT_S)
-        if msg is grpc.aio.EOF or msg.WhichOneof("kind") != "hello":
+        msg = await self._read_within(context)
+        if msg is _TIMED_OUT:
+            await self._reject(context, f"protocol error: no Hello within {self.handshake_timeout_s:g} s")
+            return None
+        if msg is grpc.aio.EOF or msg is None or msg.WhichOneof("kind") != "hello":
             await self._reject(context, "protocol error: the first message must be Hello")
             return None
         hello = msg.hello
+        if self.tls is not None:
+            problem = self.tls.problem(context)
+            if problem:  # not enrolled: no claim, no range, and the reason says why
+                await self._reject(context, problem)
+                self.events.append(f"refused a client: {problem}")
+                return None
         if hello.protocol_version != codec.PROTOCOL_VERSION:
             await self._reject(
                 context,
@@ -275,16 +406,25 @@ class GrpcAggregator:
         except ParameterError as exc:
             await self._reject(context, str(exc))
             return None
-        lo, hi = shard_range(self.description.size, claim)
-        for other in self._connections.values():
-            if lo < other.first_user + other.count and other.first_user < hi:
-                await self._reject(
-                    context, f"shard {claim.key} (users {lo}..{hi - 1}) overlaps connected shard {other.key} (users {other.first_user}..{other.first_user + other.count - 1})"
-                )
+        if self.description is None:  # standby: claims are fractions of whatever population comes
+            span = claim_span(claim)
+            for other in self._connections.values():
+                other_span = claim_span(other.claim)
+                if span[0] < other_span[1] and other_span[0] < span[1]:
+                    await self._reject(context, f"shard {claim.key} overlaps connected shard {other.key}")
+                    return None
+            lo = hi = 0
+        else:
+            lo, hi = shard_range(self.description.size, claim)
+            for other in self._connections.values():
+                if lo < other.first_user + other.count and other.first_user < hi:
+                    await self._reject(
+                        context, f"shard {claim.key} (users {lo}..{hi - 1}) overlaps connected shard {other.key} (users {other.first_user}..{other.first_user + other.count - 1})"
+                    )
+                    return None
+            if hi <= lo:
+                await self._reject(context, f"shard {claim.key} holds no users of a population of {self.description.size}")
                 return None
-        if hi <= lo:
-            await self._reject(context, f"shard {claim.key} holds no users of a population of {self.description.size}")
-            return None
         conn = _Connection(claim.key, claim, context, lo, hi - lo)
         self._connections[conn.key] = conn  # reserve the range while the client generates records
         try:
@@ -300,7 +440,14 @@ class GrpcAggregator:
         if not await conn.send([pb.ServerMessage(welcome=welcome)]):
             del self._connections[conn.key]
             return None
-        msg = await asyncio.wait_for(context.read(), READY_TIMEOUT_S)
+        msg = await self._read_within(context)
+        if msg is _TIMED_OUT:  # a Hello without Ready must not squat a range: the reservation expires
+            if self._connections.get(conn.key) is conn:
+                del self._connections[conn.key]
+            problem = f"no Ready within {self.handshake_timeout_s:g} s after Welcome; users {lo}..{hi - 1} are free again"
+            await self._reject(context, f"shard {conn.key}: {problem}")
+            self._notify(f"shard {conn.key} reservation expired: {problem}")
+            return None
         problem = "" if msg is not grpc.aio.EOF and msg is not None and msg.WhichOneof("kind") == "ready" else "expected Ready"
         if not problem:
             problem = self._check_ready(msg.ready, lo, hi)
@@ -310,21 +457,27 @@ class GrpcAggregator:
             self._notify(f"shard {conn.key} refused: {problem}")
             return None
         conn.budget = msg.ready.budget
-        conn.ready = conn.established = True
+        conn.established = True
+        conn.ready = self.description is not None  # a standby client holds no users until a Load
         self._departed.discard(conn.key)
-        self._notify(f"shard {conn.key} connected ({client_name or 'client'}, users {lo}..{hi - 1})")
+        self._lost.pop(conn.key, None)
+        who = self.tls.identity(context) if self.tls is not None else None
+        held = f"users {lo}..{hi - 1}" if conn.ready else "standby"
+        self._notify(f"shard {conn.key} connected ({who or client_name or 'client'}, {held})")
         return conn
 
     def _check_ready(self, ready: pb.Ready, lo: int, hi: int) -> str:
         """'' if a Ready confirms users [lo, hi) of the expected population, else what is wrong."""
         if ready.error:
-            return f"the client could not host users {lo}..{hi - 1}: {ready.error}"
+            return f"the client could not host users {lo}..{hi - 1}: {codec.clip_text(ready.error)}"
         if (ready.first_user, ready.user_count) != (lo, hi - lo):
             return f"the client confirmed users {ready.first_user}+{ready.user_count} instead of {lo}..{hi - 1}"
+        if self.description is None:
+            return "" if not ready.description_json else "this aggregator serves standby clients, but the client holds data of its own"
         try:
             declared = PopulationDescription.from_json(json.loads(ready.description_json))
-        except (ValueError, RecursionError) as exc:
-            return f"the client's description does not parse: {exc}"
+        except Exception as exc:  # noqa: BLE001 - whatever a client declares, the answer is a reason
+            return f"the client's description does not parse: {codec.clip_text(str(exc), 300)}"
         if declared != self.description:
             return (
                 f"the client holds {declared.size} users with fields {[f.name for f in declared.schema]}, "
@@ -333,53 +486,124 @@ class GrpcAggregator:
         return ""
 
     async def _read_loop(self, conn: _Connection) -> None:
-        reply_parts: dict[tuple[int, int], list[pb.RoundReply]] = {}
-        ledger_parts: dict[int, list[pb.LedgerReport]] = {}
+        """Read one client's messages until its stream ends or it is cut off. Each message is
+        handled by ``_on_message``, which never raises on anything a client sends; a reason from it
+        (a reply past its byte cap) cuts the client off."""
         while True:
             msg = await conn.context.read()
             if msg is grpc.aio.EOF:
                 return
-            kind = msg.WhichOneof("kind")
-            if kind == "reply":
-                key = (msg.reply.session_id, msg.reply.round)
-                parts = reply_parts.setdefault(key, [])
-                parts.append(msg.reply)
-                if not msg.reply.final:
-                    continue
-                del reply_parts[key]
-                fut = conn.pending.pop(key, None)
-                if fut is None or fut.done():
-                    log.info("shard %s: discarded a late reply for session %d round %d", conn.key, *key)
-                    continue
-                try:
-                    fut.set_result(codec.decode_reply(parts))
-                except LDPError as exc:
-                    fut.set_result(RoundReply(key[0], key[1], error=f"shard {conn.key} sent a malformed reply: {exc}"))
-            elif kind == "ready":
-                # The answer to a Load. The client handles messages in order, so every reply it
-                # sent for the old population arrived before this: unfinished parts are garbage.
-                reply_parts.clear()
-                ledger_parts.clear()
-                rfut = conn.load_pending.pop(msg.ready.load_id, None)
-                if rfut is not None and not rfut.done():
-                    rfut.set_result(msg.ready)
-                else:
-                    log.info("shard %s: discarded a late Ready for load %d", conn.key, msg.ready.load_id)
-            elif kind == "ledger":
-                lp = ledger_parts.setdefault(msg.ledger.query_id, [])
-                lp.append(msg.ledger)
-                if msg.ledger.final:
-                    lfut = conn.ledger_pending.pop(msg.ledger.query_id, None)
-                    parts_l = ledger_parts.pop(msg.ledger.query_id)
-                    if lfut is not None and not lfut.done():
-                        lfut.set_result(codec.decode_ledger(parts_l))
+            try:
+                reason = self._on_message(conn, msg)
+            except Exception as exc:  # noqa: BLE001 - a bug here must not take the server down
+                log.exception("shard %s: a message could not be handled", conn.key)
+                reason = f"shard {conn.key}: the aggregator could not handle a message ({type(exc).__name__}); the connection is closed"
+                for key in list(conn.pending):
+                    self._resolve(conn, key, RoundReply(key[0], key[1], error=reason))
+            if reason:
+                await self._expel(conn, reason)
+                return
+
+    def _drop(self, conn: _Connection, what: str) -> None:
+        conn.dropped += 1
+        if conn.dropped <= 3 or conn.dropped % 1000 == 0:
+            log.info("shard %s: dropped %s (%d dropped so far)", conn.key, what, conn.dropped)
+
+    def _on_message(self, conn: _Connection, msg: pb.ClientMessage | None) -> str:
+        """Handle one message from an established client; '' or the reason to cut it off."""
+        if msg is None:
+            self._drop(conn, "a message that does not decode")
+            return ""
+        kind = msg.WhichOneof("kind")
+        if kind == "reply":
+            return self._on_reply(conn, msg.reply)
+        if kind == "ledger":
+            return self._on_ledger(conn, msg.ledger)
+        if kind == "ready":
+            # The answer to a Load (sent only while no round or ledger query is in flight).
+            rfut = conn.load_pending.pop(msg.ready.load_id, None)
+            if rfut is not None and not rfut.done():
+                rfut.set_result(msg.ready)
             else:
-                log.warning("shard %s: unexpected %s message ignored", conn.key, kind)
+                self._drop(conn, f"a Ready for load {msg.ready.load_id}, which is not awaited")
+            return ""
+        self._drop(conn, f"an unexpected {kind or 'empty'} message")
+        return ""
+
+    def _on_reply(self, conn: _Connection, part: pb.RoundReply) -> str:
+        key = (int(part.session_id), int(part.round))
+        fut, check = conn.pending.get(key), conn.checks.get(key)
+        if fut is None or fut.done() or check is None:  # a late reply, or one never asked for
+            self._drop(conn, f"a reply part for session {key[0]} round {key[1]}, which is not awaited")
+            return ""
+        reason = check.add(part)
+        if reason:
+            self._resolve(conn, key, check.fail_all(reason))
+            return reason
+        if part.final:
+            reply = check.finish()
+            for failure in check.failures:
+                log.warning("%s", failure)
+                self.events.append(failure)
+            self._resolve(conn, key, reply)
+        return ""
+
+    def _resolve(self, conn: _Connection, key: tuple[int, int], reply: RoundReply) -> None:
+        fut = conn.forget_round(key)
+        if fut is not None and not fut.done():
+            fut.set_result(reply)
+
+    def _on_ledger(self, conn: _Connection, part: pb.LedgerReport) -> str:
+        qid = int(part.query_id)
+        fut = conn.ledger_pending.get(qid)
+        if fut is None or fut.done():
+            self._drop(conn, f"a ledger part for query {qid}, which is not awaited")
+            return ""
+        parts, size = conn.ledger_parts.setdefault(qid, ([], [0]))
+        size[0] += part.ByteSize() + codec.PART_OVERHEAD_BYTES
+        cap = conn.count * 8 + LEDGER_SLACK_BYTES
+        if size[0] > cap:
+            reason = f"shard {conn.key} sent more than {cap} bytes of ledger report for its {conn.count} users; the connection is closed"
+            conn.ledger_parts.pop(qid, None)
+            conn.ledger_pending.pop(qid, None)
+            fut.set_exception(LDPError(reason))
+            return reason
+        parts.append(part)
+        if not part.final:
+            return ""
+        conn.ledger_parts.pop(qid, None)
+        conn.ledger_pending.pop(qid, None)
+        units = codec.decode_ledger(parts) if sum(len(p.spent_units) for p in parts) % 8 == 0 else None
+        if units is None or len(units) != conn.count or parts[0].first_user != conn.first_user:
+            fut.set_exception(
+                LDPError(
+                    f"shard {conn.key} sent a malformed ledger report: {sum(len(p.spent_units) for p in parts)} bytes from user "
+                    f"{parts[0].first_user} for its users {conn.first_user}..{conn.first_user + conn.count - 1} ({conn.count * 8} bytes)"
+                )
+            )
+        else:
+            fut.set_result(units)
+        return ""
+
+    async def _expel(self, conn: _Connection, reason: str) -> None:
+        """Cut a client off: Close{reason} (if it can be written within 2 s), end its stream. Its
+        pending rounds resolve (MISSING unless already answered) and its users are departed."""
+        conn.close_reason = reason
+        self._depart(conn)  # before anything awaits: the next round already sees it gone
+        self.events.append(f"closed shard {conn.key}: {reason}")
+        log.warning("closing shard %s: %s", conn.key, reason)
+        try:
+            await asyncio.wait_for(conn.send([pb.ServerMessage(close=pb.Close(reason=reason))]), 2.0)
+        except (asyncio.TimeoutError, Exception):  # noqa: BLE001 - it is being cut off anyway
+            pass
+        conn.stop.set()
 
     # --- rounds ---
 
     async def exchange(self, sent: dict[str, RoundRequest], deadline_s: float) -> dict[str, RoundReply | None]:
         """Send each shard its request; gather replies until the deadline (None = missing)."""
+        if not sent:  # every user asked is held by a departed shard: nothing to send
+            return {}
         loop = asyncio.get_running_loop()
         futures: dict[str, asyncio.Future[RoundReply | None]] = {}
         sends = []
@@ -395,6 +619,7 @@ class GrpcAggregator:
                 fut.set_result(None)
                 continue
             conn.pending[(request.session_id, request.round)] = fut
+            conn.checks[(request.session_id, request.round)] = self._reply_check(conn, request)
             sends.append(self._send_round(conn, request, fut))
         # Encoding and writing happen concurrently per shard; the deadline covers both.
         gathered = asyncio.gather(*sends)
@@ -407,7 +632,7 @@ class GrpcAggregator:
                 fut.cancel()
                 conn = self._connections.get(key)
                 if conn is not None:
-                    conn.pending.pop((sent[key].session_id, sent[key].round), None)
+                    conn.forget_round((sent[key].session_id, sent[key].round))
             raise
         finally:
             if not gathered.done():
@@ -428,9 +653,27 @@ class GrpcAggregator:
                 request = sent[key]
                 conn = self._connections.get(key)
                 if conn is not None:  # a late reply for this round will find no future: dropped
-                    conn.pending.pop((request.session_id, request.round), None)
+                    conn.forget_round((request.session_id, request.round))
                 self.events.append(f"shard {key} missed the {deadline_s:g} s deadline of session {request.session_id} round {request.round}")
         return out
+
+    def _reply_check(self, conn: _Connection, request: RoundRequest) -> codec.ReplyCheck:
+        """What a correct reply of ``conn`` to ``request`` carries (checked part by part)."""
+        expected = [codec.Expected(a.request_id, len(a.users), self._report_format(a.randomizer)) for a in request.assignments]
+        return codec.ReplyCheck(conn.key, request.session_id, request.round, expected)
+
+    def _report_format(self, spec: RandomizerSpec) -> codec.ReportFormat:
+        """``codec.report_format`` for the current population's schema, cached per spec."""
+        try:
+            key = json.dumps(spec.to_json(), sort_keys=True, allow_nan=True, default=repr)
+        except Exception:  # noqa: BLE001 - an unusual spec is derived every time
+            return codec.report_format(spec, self.description.schema)
+        fmt = self._formats.get(key)
+        if fmt is None:
+            if len(self._formats) >= 1024:
+                self._formats.clear()
+            fmt = self._formats[key] = codec.report_format(spec, self.description.schema)
+        return fmt
 
     def _forget_background(self, task: asyncio.Future[Any]) -> None:
         self._background.discard(task)
@@ -491,6 +734,8 @@ class GrpcAggregator:
         # From here on the aggregator speaks about the new population: clients that connect now
         # are welcomed into it, and no old shard is offered to a round until it confirms.
         self.description = description
+        self._formats.clear()  # report formats depend on the schema
+        self._lost.clear()  # ranges of shards gone before name users of the old population
         loop = asyncio.get_running_loop()
         futures: dict[str, tuple[_Connection, int, asyncio.Future[pb.Ready | None]]] = {}
         sends = []
@@ -556,6 +801,7 @@ class GrpcAggregator:
             conn = self._connections[s.key]
             qid = next(self._ledger_ids)
             fut: asyncio.Future[np.ndarray | None] = loop.create_future()
+            fut.add_done_callback(lambda f: f.cancelled() or f.exception())  # a malformed report may go unawaited
             conn.ledger_pending[qid] = fut
             futs.append(fut)
             await conn.send([pb.ServerMessage(ledger_query=pb.LedgerQuery(query_id=qid))])
@@ -582,6 +828,10 @@ class GrpcLROracle(LROracle):
     @property
     def shards(self) -> list[ShardRange]:
         return self.aggregator.shards
+
+    @property
+    def departed(self) -> list[ShardRange]:
+        return self.aggregator.departed
 
     async def load(self, description: PopulationDescription, sealed: bytes, timeout_s: float = READY_TIMEOUT_S) -> None:
         """Serve another population from now on, with the same client processes

@@ -2,7 +2,8 @@
 
 A ``ClientConfig`` says which data the client's users hold (a ``PopulationSpec`` to generate
 records from, or a local CSV/Parquet file), their per-user budget, the secret key of their report
-randomness, where their ledgers live, and the key that opens sealed populations. It reaches the
+randomness, where their ledgers live, and the key that opens sealed populations (a client with
+only that key waits on standby, holding no users, until a sealed population arrives). It reaches the
 client out of band: from its own command line and files (``ldp-sim clients --population
 spec.json --budget 1 ...``), or from the experiment that spawned it, written to the child's
 standard input (``ldp.wire.launcher``), which no other process and no aggregator can read.
@@ -60,8 +61,12 @@ class ClientConfig:
     ledger_path: str | None = None  # a durable SQLite ledger; None: in memory
 
     def __post_init__(self) -> None:
-        if (self.population is None) == (self.data_path is None):
-            raise ParameterError("a client holds either a population spec or a data file (exactly one of them)")
+        if self.population is not None and self.data_path is not None:
+            raise ParameterError("a client holds either a population spec or a data file, not both")
+        if self.population is None and self.data_path is None and self.seal_key is None:
+            raise ParameterError(
+                "a client holds a population spec or a data file, or waits on standby for sealed populations (a seal key); it was given none of them"
+            )
         if self.budget is not None:
             object.__setattr__(self, "budget", require_epsilon(self.budget, name="budget epsilon"))
         if self.data_path is not None and self.budget is None:
@@ -118,10 +123,17 @@ class ClientConfig:
 
     # --- what a client builds from it ---
 
-    def holdings(self) -> Holdings:
-        """The data this client's users hold (a data file is read here, once)."""
+    @property
+    def standby(self) -> bool:
+        """True when the client holds no data of its own and waits for sealed populations."""
+        return self.population is None and self.data_path is None
+
+    def holdings(self) -> Holdings | None:
+        """The data this client's users hold (a data file is read here, once); None on standby."""
         if self.population is not None:
             return self.population
+        if self.data_path is None:
+            return None
         from ldp.core.datafile import load_data  # only clients with files need it (and Parquet, pyarrow)
 
         assert self.data_path is not None

@@ -6,6 +6,10 @@ transport-neutral object (same user ids, same report bytes and dtype, same refus
 Guarantee: ``decode_reply(encode_reply(r))`` equals ``r`` field for field, arrays bit-identical
 (tests/wire/test_codec.py). Bulk arrays travel as packed little-endian bytes, refusals as
 ``np.packbits`` bitmaps (docs/design.md §3: one message per report is ~10^4× slower).
+``ReplyCheck`` is the aggregator's side of a reply: it checks every part against what the shard
+was asked (request ids, user counts, bitmap lengths, the dtype, width and output domain of the
+requested randomizer, ``report_format``) before building any array, and bounds the bytes it takes,
+so a hostile client can spoil only its own users' answers (tests/wire/test_hostile_clients.py).
 Source: docs/design.md §3; proto/ldp/wire/v1/aggregator.proto.
 """
 
@@ -13,13 +17,14 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
 from ldp.core.errors import ParameterError
 from ldp.core.queries import QuerySpec
-from ldp.core.randomizers import RandomizerSpec
+from ldp.core.randomizers import LocalRandomizer, RandomizerSpec
 from ldp.local.messages import Assignment, Result, RoundReply, RoundRequest, Users
 from ldp.wire.v1 import aggregator_pb2 as pb
 
@@ -32,6 +37,11 @@ __all__ = [
     "decode_request",
     "encode_reply",
     "decode_reply",
+    "ReportFormat",
+    "report_format",
+    "Expected",
+    "ReplyCheck",
+    "clip_text",
     "encode_ledger",
     "decode_ledger",
 ]
@@ -104,7 +114,9 @@ def _randomizer_from_pb(msg: pb.Randomizer) -> RandomizerSpec:
         raise ParameterError(f"malformed randomizer JSON from the aggregator: {exc}") from None
     if not isinstance(params, dict):
         raise ParameterError(f"randomizer params must be a JSON object, got {params!r}")
-    return RandomizerSpec(msg.kind, QuerySpec.from_json(query), msg.epsilon, params)
+    # Carried as sent: the users' side validates it when it builds the randomizer
+    # (LocalRandomizer.build), so one bad request is an error for that request, not the round.
+    return RandomizerSpec.unchecked(msg.kind, QuerySpec.from_json(query), msg.epsilon, params)
 
 
 def _pack(pieces: Iterable[tuple[Any, int]], new_part: Callable[[], Any], field: str, chunk_bytes: int) -> list[Any]:
@@ -276,6 +288,299 @@ def decode_reply(parts: Sequence[pb.RoundReply]) -> RoundReply:
             values = values.reshape(-1, width)
         results.append(Result(int(first.request_id), values, refused, first.error))
     return RoundReply(int(head.session_id), int(head.round), tuple(results), head.error)
+
+
+# --- checking a shard's reply against what it was asked (the aggregator's side) ---
+
+# A client's error text is kept (prefixed with its shard key) but clipped and made printable.
+MAX_ERROR_CHARS = 1000
+# What a reply may carry beyond the bytes its users' reports and refusal bits need: headers,
+# error texts, part overheads. Past it the shard is cut off (docs/protocol.md, "Validation").
+REPLY_SLACK_BYTES = 1 << 20
+REPLY_SLACK_PER_REQUEST = 16 << 10
+# What one received part costs beyond its serialized size (objects, lists), when counting.
+PART_OVERHEAD_BYTES = 256
+
+
+def clip_text(text: str, limit: int = MAX_ERROR_CHARS) -> str:
+    """A client's free text, safe to log and show: at most ``limit`` characters, printable only."""
+    clipped = text[:limit]
+    clean = "".join(ch if ch.isprintable() else "?" for ch in clipped)
+    return clean + (f"… ({len(text) - limit} more characters)" if len(text) > limit else "")
+
+
+def _domain_of(randomizer: Any) -> np.ndarray | None:
+    """A randomizer's finite output set as a sorted 1-D array, or None (continuous, or too big)."""
+    try:
+        domain = randomizer.output_domain()
+    except Exception:  # noqa: BLE001 - e.g. a record domain too large to enumerate: no check
+        return None
+    if domain is None:
+        return None
+    domain = np.asarray(domain)
+    if domain.ndim != 1 or domain.size == 0:
+        return None
+    return np.unique(domain)
+
+
+def _inside(values: np.ndarray, domain: np.ndarray | None) -> np.ndarray:
+    """Mask of ``values`` that lie in ``domain`` (None: any finite number)."""
+    if domain is None:
+        return np.isfinite(values) if values.dtype.kind == "f" else np.ones(values.shape, dtype=bool)
+    if len(domain) <= 8:
+        ok = values == domain[0]
+        for d in domain[1:]:
+            ok |= values == d
+        return np.asarray(ok)
+    # A grid (discrete_laplace): guess each value's index arithmetically, confirm it exactly, and
+    # search only what the guess missed (10× faster than a search over 10^6 values).
+    step = (float(domain[-1]) - float(domain[0])) / (len(domain) - 1)
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        pos = np.rint((values.astype(np.float64) - float(domain[0])) / step) if step > 0 else np.zeros(values.shape)
+    ok = np.isfinite(pos) & (pos >= 0) & (pos < len(domain))
+    ok &= domain[np.where(ok, pos, 0).astype(np.int64)] == values
+    if not ok.all():
+        rest = ~ok
+        idx = np.minimum(np.searchsorted(domain, values[rest]), len(domain) - 1)
+        ok[rest] = domain[idx] == values[rest]
+    return ok
+
+
+def _show_domain(domain: np.ndarray | None) -> str:
+    if domain is None:
+        return "the finite numbers"
+    shown = ", ".join(f"{x:g}" for x in domain[:6].tolist())
+    return "{" + shown + (f", ... ({len(domain)} values)" if len(domain) > 6 else "") + "}"
+
+
+@dataclass(frozen=True)
+class ReportFormat:
+    """What a correct ``Result`` for one randomizer spec carries on the wire: the dtype and width
+    the users' ``LocalRandomizer`` emits and, where finite, its output domain per column.
+
+    ``dtype`` is None when no user can run the spec (``problem`` says why): then the only correct
+    answer is an error Result.
+    """
+
+    kind: str
+    dtype: np.dtype | None
+    width: int = 0  # 0: one value per report; w > 0: rows of w values
+    domains: tuple[np.ndarray | None, ...] = ()  # per column (one for scalar reports); None: any finite number
+    problem: str = ""
+
+    @property
+    def row_bytes(self) -> int:
+        return 0 if self.dtype is None else self.dtype.itemsize * max(self.width, 1)
+
+    def first_outside(self, values: np.ndarray) -> tuple[int, Any, np.ndarray | None] | None:
+        """(column, value, domain) of the first report value outside the output domain, or None."""
+        columns = [values] if self.width == 0 else [values[:, j] for j in range(self.width)]
+        for j, (column, domain) in enumerate(zip(columns, self.domains)):
+            ok = _inside(column, domain)
+            if not ok.all():
+                return j, column[int(np.argmin(ok))].item(), domain
+        return None
+
+
+def report_format(spec: RandomizerSpec, schema: Any) -> ReportFormat:
+    """The ``ReportFormat`` of ``spec`` for users of ``schema``, derived the way users build it
+    (``LocalRandomizer.build``, so the aggregator expects exactly what an honest client emits)."""
+    try:
+        local = LocalRandomizer.build(spec, schema)
+    except Exception as exc:  # noqa: BLE001 - any spec no user can run: error Results only
+        return ReportFormat(str(spec.kind), None, problem=f"{type(exc).__name__}: {exc}")
+    randomizer = local.randomizer
+    dtype = np.dtype(local.report_dtype).newbyteorder("<")
+    factors = randomizer.factors()
+    rows = randomizer.input_width > 1 or factors is not None  # record_rr reports rows, even of width 1
+    if not rows:
+        return ReportFormat(spec.kind, dtype, 0, (_domain_of(randomizer),))
+    width = int(local.report_width)
+    if factors is not None and len(factors) == width:
+        domains = tuple(_domain_of(f) for f in factors)
+    else:
+        domains = (None,) * width
+    return ReportFormat(spec.kind, dtype, width, domains)
+
+
+@dataclass(frozen=True)
+class Expected:
+    """What one shard was asked for one request: how many users, and the report format."""
+
+    request_id: int
+    users: int
+    format: ReportFormat
+
+
+class _Answer:
+    """One request's answer as it arrives, part by part."""
+
+    __slots__ = ("users", "masks", "values", "error", "failure", "started")
+
+    def __init__(self) -> None:
+        self.users = 0
+        self.masks: list[np.ndarray] = []
+        self.values: list[bytes] = []
+        self.error = ""  # the client's own error text (prefixed)
+        self.failure = ""  # what was wrong with what it sent
+        self.started = False
+
+    def fail(self, reason: str) -> None:
+        if not self.failure:
+            self.failure = reason
+        self.masks, self.values = [], []
+
+
+class ReplyCheck:
+    """Checks one shard's reply to one round, part by part, against what it was asked.
+
+    Every part is checked before any array is built from it: each Result must name a request this
+    shard was asked in this round (others are noted and dropped), once (the parts of one result
+    consecutive), with user counts summing exactly to the users asked, a refusal bitmap of
+    ceil(users/8) bytes, the dtype and width the requested randomizer emits, one report per
+    accepted user and every report inside the randomizer's finite output domain. A bad part
+    makes *that request* an error Result whose text names the shard and what was wrong; the
+    other requests are unaffected. The bytes received are counted: past ``cap`` (what the round
+    can need plus slack) ``add`` returns a reason and the shard should be cut off.
+    Nothing here raises on anything a client sends.
+    """
+
+    def __init__(self, shard: str, session_id: int, round: int, expected: Sequence[Expected], slack_bytes: int = REPLY_SLACK_BYTES) -> None:
+        self.shard = shard
+        self.session_id = int(session_id)
+        self.round = int(round)
+        self.expected: dict[int, Expected] = {}
+        for e in expected:
+            self.expected.setdefault(int(e.request_id), e)
+        self.cap = int(slack_bytes) + sum(e.users * (e.format.row_bytes + 1) + REPLY_SLACK_PER_REQUEST for e in self.expected.values())
+        self.bytes = 0  # received so far for this round (an upper bound on what is buffered)
+        self.parts = 0
+        self.error = ""  # a round-level error text from the client (prefixed)
+        self.problems: list[str] = []  # about the reply as a whole (results for requests not asked)
+        self.failures: list[str] = []  # every validation failure, for the log
+        self._answers = {rid: _Answer() for rid in self.expected}
+        self._last: int | None = None
+
+    @property
+    def where(self) -> str:
+        return f"session {self.session_id} round {self.round}"
+
+    def add(self, part: pb.RoundReply) -> str:
+        """Take one part; '' or, when the reply passed its byte cap, the reason to cut the shard off."""
+        self.bytes += part.ByteSize() + PART_OVERHEAD_BYTES
+        self.parts += 1
+        if self.bytes > self.cap:
+            return (
+                f"shard {self.shard} sent more than {self.cap} bytes in reply to {self.where}, more than its "
+                f"{sum(e.users for e in self.expected.values())} users' reports can need; the connection is closed"
+            )
+        if part.error and not self.error:
+            self.error = f"shard {self.shard}: {clip_text(part.error)}"
+        for result in part.results:
+            self._take(result)
+        return ""
+
+    def _fail(self, answer: _Answer, reason: str) -> None:
+        if not answer.failure:
+            self.failures.append(reason)
+        answer.fail(reason)
+
+    def _take(self, r: pb.Result) -> None:
+        rid = int(r.request_id)
+        expected = self.expected.get(rid)
+        if expected is None:
+            if len(self.problems) < 4:
+                problem = f"shard {self.shard} sent a result for request {rid}, which it was not asked in {self.where}"
+                self.problems.append(problem)
+                self.failures.append(problem)
+            self._last = None
+            return
+        answer = self._answers[rid]
+        consecutive, self._last = self._last == rid, rid
+        s = f"shard {self.shard}"
+        if answer.started and not consecutive:
+            self._fail(answer, f"{s} sent two results for request {rid} (the parts of one result must be consecutive)")
+        answer.started = True
+        if answer.failure:
+            return
+        count = int(r.user_count)
+        if answer.users + count > expected.users:
+            self._fail(answer, f"{s} sent {answer.users + count} users for request {rid}, which asked it for {expected.users}")
+            return
+        answer.users += count
+        if r.error or answer.error:
+            if not answer.error:
+                answer.error = f"{s}: {clip_text(r.error)}"
+                answer.masks, answer.values = [], []
+            return  # an error result carries no reports
+        fmt = expected.format
+        if fmt.dtype is None:
+            self._fail(answer, f"{s} sent reports for request {rid}, which no user can run ({clip_text(fmt.problem, 200)})")
+            return
+        if r.dtype != fmt.dtype.str:
+            self._fail(answer, f"{s} sent reports of dtype {clip_text(r.dtype, 40)!r} for request {rid}; {fmt.kind} reports are {fmt.dtype.str!r}")
+            return
+        if r.width != fmt.width:
+            shape = "one value per report" if fmt.width == 0 else f"rows of {fmt.width} values"
+            self._fail(answer, f"{s} sent rows of width {r.width} for request {rid}; {fmt.kind} reports are {shape} (width {fmt.width})")
+            return
+        need = (count + 7) // 8
+        if len(r.refused) != need:
+            self._fail(answer, f"{s} sent a refusal bitmap of {len(r.refused)} byte(s) for {count} users of request {rid} (needs {need})")
+            return
+        mask = np.unpackbits(np.frombuffer(r.refused, dtype=np.uint8), count=count).astype(bool)
+        answered = count - int(mask.sum())
+        if len(r.values) != answered * fmt.row_bytes:
+            size = fmt.dtype.itemsize
+            what = f"{len(r.values) // size} values" if len(r.values) % size == 0 else f"{len(r.values)} bytes of reports (not whole values)"
+            rows = f" (rows of {fmt.width})" if fmt.width else ""
+            self._fail(answer, f"{s} sent {what} for {answered} answered users of request {rid}{rows}")
+            return
+        values = np.frombuffer(r.values, dtype=fmt.dtype)
+        if fmt.width:
+            values = values.reshape(-1, fmt.width)
+        bad = fmt.first_outside(values)
+        if bad is not None:
+            column, value, domain = bad
+            where = f" in column {column}" if fmt.width else ""
+            self._fail(answer, f"{s} sent the value {value!r}{where} for request {rid}, outside {fmt.kind}'s output domain {_show_domain(domain)}")
+            return
+        answer.masks.append(mask)
+        answer.values.append(r.values)
+
+    def finish(self) -> RoundReply:
+        """The reply as the aggregator keeps it: valid results as sent, every bad or missing one an
+        error Result naming the shard and what was wrong."""
+        if self.error:
+            return RoundReply(self.session_id, self.round, error=self.error)
+        results = []
+        extra = "".join("; it " + p.removeprefix(f"shard {self.shard} ") for p in self.problems)
+        for rid, expected in self.expected.items():
+            answer = self._answers[rid]
+            error = answer.failure or answer.error
+            if not error and not answer.started:
+                error = f"shard {self.shard} did not answer request {rid}{extra}"
+                self.failures.append(error)
+            elif not error and answer.users != expected.users:
+                error = f"shard {self.shard} sent {answer.users} of the {expected.users} users of request {rid}"
+                self.failures.append(error)
+            if error:
+                results.append(Result(rid, np.zeros(0), np.zeros(0, dtype=bool), error=error))
+                continue
+            fmt = expected.format
+            assert fmt.dtype is not None
+            refused = np.concatenate(answer.masks) if len(answer.masks) != 1 else answer.masks[0]
+            values = np.frombuffer(_join(answer.values), dtype=fmt.dtype)
+            if fmt.dtype.byteorder == "<" and not np.little_endian:  # pragma: no cover - big-endian hosts
+                values = values.astype(fmt.dtype.newbyteorder("="))
+            if fmt.width:
+                values = values.reshape(-1, fmt.width)
+            results.append(Result(rid, values, refused))
+        return RoundReply(self.session_id, self.round, tuple(results))
+
+    def fail_all(self, reason: str) -> RoundReply:
+        """The reply when the shard is cut off: every one of its users an error with ``reason``."""
+        return RoundReply(self.session_id, self.round, error=reason)
 
 
 # --- ledger diagnostics ---

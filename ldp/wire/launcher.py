@@ -6,11 +6,18 @@ that knows only the population's public description, spawns P client processes
 (``python -m ldp.wire.client``, fresh interpreters: never fork, docs/design.md §3), hands each its
 ``ClientConfig`` (the population spec, a seal key) through its standard input — out of band: the
 aggregator never sees it — waits until their shards cover every user, and yields a ``GrpcLROracle``. On exit — normal, error, cancellation or Ctrl-C — it sends Close,
-waits briefly for the clients to exit, and kills any that do not.
+waits briefly for the clients to exit, and kills any that do not. The Close says how the block
+ended: normally (``failed = false``: the clients exit 0), or by an exception, a timeout,
+cancellation or Ctrl-C (``failed = true``, the reason names it: the clients exit 3). A client
+process that ends while the block runs (killed, crashed) is reported at once in one line naming
+its claim and its exit code or signal (``on_client_exit``; default: standard error); its users
+are then reported missing by the rounds, as the protocol says.
 ``async with grpc_oracle_factory(processes=P) as factory:`` keeps one such cluster for many
 populations: ``async with factory(spec) as oracle:`` launches it the first time and afterwards
 only relays ``spec``, sealed with the key the clients got at spawn, into the running clients
 (``GrpcLROracle.load``), which is what experiments with hundreds of seeded trials need (``simulations.separation.run(config, factory)``).
+``wait_clients`` and ``clients_exit_code`` do the same reporting for ``ldp-sim clients``, whose
+exit code says how its client processes ended (``EXIT_CLIENT_DIED`` when one was killed).
 Guarantee: no child process outlives the block (tests/wire/test_cli.py checks after Ctrl-C);
 children also exit on their own if the launching process dies (``--exit-with-parent``).
 Source: docs/design.md §3 (spawn, loopback, bind :0, own Close message).
@@ -21,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -35,7 +43,36 @@ from ldp.wire.aggregator import READY_TIMEOUT_S, GrpcAggregator, GrpcLROracle, S
 from ldp.wire.client_config import ClientConfig
 from ldp.wire.sealed import new_seal_key, seal_population
 
-__all__ = ["ClientProcess", "GrpcOracleFactory", "grpc_oracle_factory", "launch_local", "spawn_clients", "stop_clients"]
+__all__ = [
+    "ClientProcess",
+    "EXIT_CLIENT_DIED",
+    "GrpcOracleFactory",
+    "clients_exit_code",
+    "describe_exit",
+    "grpc_oracle_factory",
+    "launch_local",
+    "spawn_clients",
+    "stop_clients",
+    "wait_clients",
+]
+
+# `ldp-sim clients` exits with the largest of its client processes' exit codes (0 the run is
+# over, 1 lost the aggregator, 2 turned away, 3 the run failed: ldp.wire.client.EXIT_*), or with
+# this one when a client process was killed by a signal or ended with any other code.
+EXIT_CLIENT_DIED = 4
+
+_CLIENT_EXITS = {0: "the run is over", 1: "lost the aggregator", 2: "turned away", 3: "the run failed", 130: "interrupted"}
+
+
+def describe_exit(code: int) -> str:
+    """How a client process ended, in words: 'was killed by SIGKILL', 'exited with code 3 (the run failed)'."""
+    if code < 0:
+        try:
+            return f"was killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"was killed by signal {-code}"
+    meaning = _CLIENT_EXITS.get(code)
+    return f"exited with code {code}" + (f" ({meaning})" if meaning else "")
 
 
 @dataclass
@@ -46,12 +83,38 @@ class ClientProcess:
     process: subprocess.Popen[bytes]
     log: IO[bytes] | None = None
 
+    def describe(self) -> str:
+        """One line: which claim, which process, how it ended (or that it still runs)."""
+        code = self.process.poll()
+        return f"client {self.claim.key} (pid {self.process.pid}) " + ("is running" if code is None else describe_exit(code))
+
     def log_tail(self, limit: int = 2000) -> str:
         if self.log is None:
             return ""
         self.log.flush()
-        self.log.seek(0)
-        return self.log.read().decode(errors="replace")[-limit:].strip()
+        # pread: the child writes through the same open file (one shared offset), so seeking
+        # here while it runs would make it write over the start of its own log.
+        fd = self.log.fileno()
+        size = os.fstat(fd).st_size
+        start = max(0, size - 4 * limit)  # at most 4 bytes a character
+        return os.pread(fd, size - start, start).decode(errors="replace")[-limit:].strip()
+
+
+def max_processes() -> int:
+    """The most client processes one machine may start: max(64, 8 × CPU cores). More would only
+    thrash (each is a Python interpreter holding a slice of the users); use more machines."""
+    return max(64, 8 * (os.cpu_count() or 1))
+
+
+def check_processes(processes: object, what: str = "processes") -> int:
+    """``processes`` if it is an integer in [1, ``max_processes()``], else a ParameterError saying so."""
+    limit = max_processes()
+    if isinstance(processes, bool) or not isinstance(processes, int) or not 1 <= processes <= limit:
+        raise ParameterError(
+            f"{what} must be ≥ 1 and ≤ {limit}, an integer (client processes on one machine: at most max(64, 8 × CPU cores); "
+            f"use more machines for more), got {processes!r}"
+        )
+    return processes
 
 
 def spawn_clients(
@@ -68,6 +131,9 @@ def spawn_clients(
 
     ``extra_args`` maps a claim key to extra command-line arguments (tests inject faults).
     """
+    check_processes(len(claims), "the number of client processes (claims)")
+    if isinstance(connect_timeout_s, bool) or not isinstance(connect_timeout_s, (int, float)) or not 0 < connect_timeout_s < float("inf"):
+        raise ParameterError(f"connect_timeout_s must be a finite number of seconds > 0, got {connect_timeout_s!r}")
     out = []
     text = config.dumps().encode()
     for claim in claims:
@@ -117,6 +183,58 @@ def stop_clients(clients: Sequence[ClientProcess], timeout_s: float = 5.0) -> No
             c.log.close()
 
 
+def wait_clients(clients: Sequence[ClientProcess], on_exit: Callable[[ClientProcess], None] | None = None, poll_s: float = 0.2) -> list[int]:
+    """Wait until every client process has ended; ``on_exit(c)`` is called as soon as one ends
+    with a non-zero code or a signal (so a killed client is named at once, not at the end).
+    Returns the exit codes in order (negative: killed by that signal)."""
+    reported: set[int] = set()
+    while True:
+        for i, c in enumerate(clients):
+            if i not in reported and c.process.poll() is not None:
+                reported.add(i)
+                if c.process.returncode != 0 and on_exit is not None:
+                    on_exit(c)
+        if len(reported) == len(clients):
+            return [int(c.process.returncode) for c in clients]
+        time.sleep(poll_s)
+
+
+def clients_exit_code(codes: Sequence[int]) -> int:
+    """The exit code of a parent of client processes: the largest of theirs (0–3, see
+    ``ldp.wire.client``), or ``EXIT_CLIENT_DIED`` if one was killed or ended with another code."""
+    mapped = [c if 0 <= c <= 3 else EXIT_CLIENT_DIED for c in codes]
+    return max(mapped, default=0)
+
+
+async def _watch_clients(clients: Sequence[ClientProcess], on_exit: Callable[[str], None], poll_s: float = 0.25) -> None:
+    """Report each client process that ends while the experiment runs (until cancelled)."""
+    reported: set[int] = set()
+    while len(reported) < len(clients):
+        for i, c in enumerate(clients):
+            if i not in reported and c.process.poll() is not None:
+                reported.add(i)
+                tail = c.log_tail(400).splitlines()
+                on_exit(f"ldp: {c.describe()} while the experiment ran" + (f": {tail[-1]}" if tail else ""))
+        await asyncio.sleep(poll_s)
+
+
+def _say_stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def _failure(exc: BaseException) -> str:
+    """The Close reason for an experiment that ended by ``exc``."""
+    if isinstance(exc, KeyboardInterrupt):
+        return "the experiment failed: interrupted (Ctrl-C)"
+    if isinstance(exc, asyncio.CancelledError):
+        return "the experiment failed: interrupted or cancelled"
+    if isinstance(exc, GeneratorExit):
+        return "the experiment failed: abandoned before it ended"
+    text = " ".join(str(exc).split())
+    text = text if len(text) <= 300 else text[:300] + "..."
+    return f"the experiment failed: {type(exc).__name__}" + (f": {text}" if text else "")
+
+
 async def _wait_ready(aggregator: GrpcAggregator, clients: Sequence[ClientProcess], timeout_s: float) -> None:
     loop = asyncio.get_running_loop()
     end = loop.time() + timeout_s
@@ -143,6 +261,7 @@ async def launch_local(
     extra_args: dict[str, list[str]] | None = None,
     seal_key: bytes | None = None,
     ledger_path: str | None = None,
+    on_client_exit: Callable[[str], None] | None = _say_stderr,
 ) -> AsyncIterator[GrpcLROracle]:
     """Aggregator + ``processes`` client processes on loopback; yields the ``GrpcLROracle``.
 
@@ -153,24 +272,38 @@ async def launch_local(
     Client k of P holds users [n·k/P, n·(k+1)/P) (shard key ``"k/P"``). The oracle's
     ``clients`` attribute lists the processes (tests kill one to simulate a crash).
     ``capture`` collects every raw message the clients send (see ``GrpcAggregator``).
+    ``on_client_exit`` gets one line for each client process that ends while the block runs
+    (None: silent). On exit the clients get Close, with ``failed`` set (and the reason naming
+    the exception) when the block ended by an exception, a timeout, cancellation or Ctrl-C.
     """
-    if not isinstance(processes, int) or processes < 1:
-        raise ParameterError(f"processes must be an integer ≥ 1, got {processes!r}")
+    check_processes(processes)
+    if not isinstance(population, PopulationSpec):
+        raise ParameterError(f"launch_local needs a PopulationSpec, got {type(population).__name__}")
     if processes > population.size:
         raise ParameterError(f"{processes} client processes for {population.size} users: each process needs at least one user")
     aggregator = GrpcAggregator(population.description(), "127.0.0.1:0", capture=capture)
     config = ClientConfig(population=population, seal_key=seal_key, ledger_path=ledger_path)
     await aggregator.start()
     clients: list[ClientProcess] = []
+    watcher: asyncio.Future[None] | None = None
+    failure: str | None = None
     try:
         clients = spawn_clients(aggregator.address, [ShardClaim(k, processes) for k in range(processes)], config, extra_args=extra_args)
         await _wait_ready(aggregator, clients, ready_timeout_s)
         oracle = GrpcLROracle(aggregator)
         oracle.clients = clients
+        if on_client_exit is not None:
+            watcher = asyncio.ensure_future(_watch_clients(clients, on_client_exit))
         yield oracle
+    except BaseException as exc:
+        failure = _failure(exc)
+        raise
     finally:
+        if watcher is not None:
+            watcher.cancel()
         try:
-            await asyncio.wait_for(aggregator.close("the experiment is over"), 5.0)
+            reason = failure or "the experiment is over"
+            await asyncio.wait_for(aggregator.close(reason, failed=failure is not None), 5.0)
         except BaseException:  # noqa: BLE001 - cleanup must reach the children whatever happened
             pass
         finally:
@@ -245,8 +378,7 @@ async def grpc_oracle_factory(
     Launches nothing until the factory is first used; on exit (normal, error, cancellation,
     Ctrl-C) sends Close and stops every client process it started (``launch_local``'s cleanup).
     """
-    if not isinstance(processes, int) or processes < 1:
-        raise ParameterError(f"processes must be an integer ≥ 1, got {processes!r}")
+    check_processes(processes)
     async with contextlib.AsyncExitStack() as stack:
         factory = GrpcOracleFactory(stack, processes, ready_timeout_s, load_timeout_s, extra_args)
         try:

@@ -20,7 +20,7 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from ldp.core.errors import ParameterError
 from ldp.core.population import PopulationSpec
 
-__all__ = ["SEAL_KEY_BYTES", "new_seal_key", "seal_population", "open_population"]
+__all__ = ["SEAL_KEY_BYTES", "new_seal_key", "seal_population", "open_population", "seal_key_file"]
 
 SEAL_KEY_BYTES = 32
 _NONCE_BYTES = 12
@@ -31,6 +31,27 @@ MAX_SEALED_BYTES = 1 << 20
 def new_seal_key() -> bytes:
     """A fresh AES-256-GCM key from the operating system (the experiment makes one per cluster)."""
     return AESGCM.generate_key(bit_length=8 * SEAL_KEY_BYTES)
+
+
+def seal_key_file(path: str | os.PathLike[str], *, create: bool = False) -> bytes:
+    """The seal key stored in ``path`` (32 raw bytes). With ``create``, a missing file is made
+    with a fresh key, readable by its owner only (0600): the experiment then copies it to the
+    client machines out of band (``ldp-sim serve --seal-key-file``, ``ldp-sim clients --seal-key-file``)."""
+    where = os.fspath(path)
+    if create and not os.path.exists(where):
+        key = new_seal_key()
+        fd = os.open(where, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as f:
+            f.write(key)
+        return key
+    try:
+        with open(where, "rb") as f:
+            key = f.read(SEAL_KEY_BYTES + 1)
+    except OSError as exc:
+        raise ParameterError(f"cannot read the seal key file {where}: {exc.strerror}") from None
+    if len(key) != SEAL_KEY_BYTES:
+        raise ParameterError(f"the seal key file {where} must hold exactly {SEAL_KEY_BYTES} bytes, it holds {len(key)}{'+' if len(key) > SEAL_KEY_BYTES else ''}")
+    return key
 
 
 def seal_population(key: bytes, population: PopulationSpec) -> bytes:

@@ -91,7 +91,7 @@ def test_an_experiment_without_an_lr_oracle_runs_in_process(tmp_path: Path) -> N
         (["run", "separation", "-o", "learners=LX", "--transport", "inprocess"], "unknown learner(s) ['LX']"),
         (["run", "rr-demo", "-o", "trials=2"], "rr-demo takes no -o options"),
         (["run", "separation", "--processes", "0"], "--processes must be ≥ 1"),
-        (["serve", "--bind", "127.0.0.1:0", "separation"], "cannot be served to remote clients yet"),
+        (["serve", "--bind", "127.0.0.1:0", "separation"], "serve it with --seal-key-file F"),
     ],
 )
 def test_user_mistakes_exit_2_in_one_line(args: list[str], message: str) -> None:

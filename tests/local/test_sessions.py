@@ -86,8 +86,8 @@ async def test_replayed_interactive_round_is_refused():
     "spec,match",
     [
         (RandomizerSpec("binary_rr", QuerySpec("nope", {}), 0.5), "unknown query kind"),
-        (RandomizerSpec("nope", label_query(), 0.5), "unknown randomizer kind"),
-        (RandomizerSpec("binary_rr", label_query(), float("nan")), "epsilon"),
+        (RandomizerSpec.unchecked("nope", label_query(), 0.5), "unknown randomizer kind"),
+        (RandomizerSpec.unchecked("binary_rr", label_query(), float("nan")), "epsilon"),
         (RandomizerSpec("binary_rr", label_query(), 0.5), "binary_rr needs a {0,1}-valued query"),
         (RandomizerSpec("discrete_laplace", conjunction(("b", 0, 7)), 0.5), "takes values"),
         (RandomizerSpec("laplace", label_query(), 0.5), "not auditable"),

@@ -7,6 +7,7 @@ import pytest
 from tests.wire.wire_helpers import BIT0, rr
 
 from ldp.core.errors import ParameterError
+from ldp.core.randomizers import RandomizerSpec
 from ldp.local.messages import Assignment, Result, RoundReply, RoundRequest, SessionKind, Users
 from ldp.wire import codec
 from ldp.wire.v1 import aggregator_pb2 as pb
@@ -55,7 +56,7 @@ def test_request_round_trip_is_exact(chunk: int) -> None:
         3,
         SessionKind.INTERACTIVE,
         2,
-        (Assignment(10, Users.range(4, 1000), rr(0.5)), Assignment(11, Users.of(ids), rr(float("nan"), BIT0, "laplace"))),
+        (Assignment(10, Users.range(4, 1000), rr(0.5)), Assignment(11, Users.of(ids), RandomizerSpec.unchecked("laplace", BIT0, float("nan")))),
         last_round=True,
         deadline_s=2.5,
     )

@@ -65,7 +65,7 @@ async def test_unknown_query_kind(oracle: GrpcLROracle) -> None:
 
 async def test_unknown_randomizer_kind(oracle: GrpcLROracle) -> None:
     s = Session(oracle, SessionKind.INTERACTIVE)
-    (bad,) = await s.round([Request.of(range(5), RandomizerSpec("telepathy", BIT0, 0.5))])
+    (bad,) = await s.round([Request.of(range(5), RandomizerSpec.unchecked("telepathy", BIT0, 0.5))])
     assert (bad.status == Status.ERROR).all() and any("unknown randomizer kind 'telepathy'" in e for e in bad.errors)
 
 
@@ -74,7 +74,7 @@ async def test_invalid_epsilon(oracle: GrpcLROracle, epsilon: float) -> None:
     before = await ledger_of(oracle)
     s = Session(oracle, SessionKind.INTERACTIVE)
     users = [1, 2, N // 2 + 1]  # on both shards
-    (r,) = await s.round([Request.of(users, rr(epsilon))])
+    (r,) = await s.round([Request.of(users, RandomizerSpec.unchecked("binary_rr", BIT0, epsilon))])  # a hostile aggregator's spec
     assert (r.status == Status.ERROR).all()
     assert any("epsilon must be a finite number > 0" in e for e in r.errors), r.errors
     np.testing.assert_array_equal(await ledger_of(oracle), before)

@@ -331,4 +331,4 @@ def test_a_client_with_a_bad_configuration_says_why_and_exits_2() -> None:
         input=b'{"population": null, "budget": 1.0}', capture_output=True, timeout=60,
     )
     assert proc.returncode == 2
-    assert b"exactly one of them" in proc.stderr and b"Traceback" not in proc.stderr
+    assert b"was given none of them" in proc.stderr and b"Traceback" not in proc.stderr

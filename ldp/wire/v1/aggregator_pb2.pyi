@@ -23,7 +23,7 @@ One long-lived bidirectional stream per client process (Aggregator.Connect):
            (another population, sealed by the experiment with a key the clients got at
            spawn: the aggregator relays it and can neither read nor alter it; ledgers are
            keyed by the data's identity, so a reload of the same data continues them)
-  server → Close{reason}                                      (the client exits cleanly)
+  server → Close{reason, failed}          (the client exits: 0 when the run is over, 3 when it failed)
 
 Bulk data travels as packed little-endian bytes (numpy tobytes/frombuffer), never as one
 protobuf field per user: reports, refusal bitmaps (np.packbits, big bit order) and explicit
@@ -526,18 +526,27 @@ Global___LedgerReport: _TypeAlias = LedgerReport  # noqa: Y015
 
 @_typing.final
 class Close(_message.Message):
+    """The end of the connection. failed = false: the experiment is over (the client exits 0);
+    failed = true: the experiment failed (timeout, interrupt, error) and the reason says how
+    (the client exits 3, EXIT_RUN_FAILED), so the users' side can tell a failed run from a
+    finished one. A Close that turns a connecting client away (before Welcome) leaves it false.
+    """
+
     DESCRIPTOR: _descriptor.Descriptor
 
     REASON_FIELD_NUMBER: _builtins.int
+    FAILED_FIELD_NUMBER: _builtins.int
     reason: _builtins.str
+    failed: _builtins.bool
     def __init__(
         self,
         *,
         reason: _builtins.str = ...,
+        failed: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["reason", b"reason"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["failed", b"failed", "reason", b"reason"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

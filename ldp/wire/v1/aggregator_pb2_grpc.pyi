@@ -23,7 +23,7 @@ One long-lived bidirectional stream per client process (Aggregator.Connect):
            (another population, sealed by the experiment with a key the clients got at
            spawn: the aggregator relays it and can neither read nor alter it; ledgers are
            keyed by the data's identity, so a reload of the same data continues them)
-  server → Close{reason}                                      (the client exits cleanly)
+  server → Close{reason, failed}          (the client exits: 0 when the run is over, 3 when it failed)
 
 Bulk data travels as packed little-endian bytes (numpy tobytes/frombuffer), never as one
 protobuf field per user: reports, refusal bitmaps (np.packbits, big bit order) and explicit

@@ -1,0 +1,73 @@
+"""Every registered experiment can be served to remote clients, with the in-process results.
+
+`ldp-sim serve` plays the experiment and the aggregator; `ldp-sim clients` (here on loopback,
+as on other machines) plays the users' side. Experiments over many populations are served to
+clients on standby (`--seal-key-file`): each population arrives sealed, and the aggregator can
+read none of them. Experiments without an LR oracle run where they are served.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from tests.wire.proc_helpers import PYTHON, free_port, reap, wait_exit
+
+pytestmark = pytest.mark.timeout(180)
+
+CLI = [PYTHON, "-m", "ldp.cli.main"]
+SMALL = ["-o", "trials=2", "-o", "cap=4096", "-o", "bisect=1", "-o", "masked_d=2,4", "-o", "learners=LI,LNI-a", "-o", "curve_d=2",
+         "-o", "curve_users=256,1024", "-o", "curve_trials=2", "-o", "point_bits="]
+
+
+def _table(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.startswith("│") or line.startswith("┃")]
+
+
+def test_a_separation_served_to_standby_clients_equals_the_in_process_run(tmp_path: Path) -> None:
+    key = tmp_path / "seal.key"
+    address = f"127.0.0.1:{free_port()}"
+    reference = subprocess.run(
+        [*CLI, "run", "separation", "--transport", "inprocess", "--seed", "3", "--out", str(tmp_path / "a"), *SMALL], capture_output=True, timeout=120
+    )
+    assert reference.returncode == 0, reference.stderr.decode()
+    serve = subprocess.Popen(
+        [*CLI, "serve", "--bind", address, "separation", "--seed", "3", "--out", str(tmp_path / "b"), "--seal-key-file", str(key), "--wait", "60", *SMALL],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    clients = None
+    try:
+        for _ in range(100):  # serve creates the key file; the clients get a copy (here: the same path)
+            if key.exists():
+                break
+            serve.poll()
+            assert serve.returncode is None, serve.stderr.read() if serve.stderr else b""
+            time.sleep(0.1)
+        clients = subprocess.Popen(
+            [*CLI, "clients", "--connect", address, "--seal-key-file", str(key), "--processes", "2", "--connect-timeout", "30"],
+            stderr=subprocess.PIPE,
+        )
+        assert wait_exit(serve, 150) == 0, serve.stderr.read().decode() if serve.stderr else ""
+        out = serve.stdout.read().decode() if serve.stdout else ""
+        assert wait_exit(clients, 20) == 0
+    finally:
+        reap(serve, clients)
+    assert _table(out) == _table(reference.stdout.decode()) and len(_table(out)) > 4, out
+    assert "standby" in out and "shard 0/1.1/2 connected" in out
+
+
+def test_an_experiment_without_an_lr_oracle_is_served_where_it_runs(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [*CLI, "serve", "--bind", f"127.0.0.1:{free_port()}", "sq-sample-complexity", "--quick", "--out", str(tmp_path)], capture_output=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert "needs no client" in proc.stdout.decode() and (tmp_path / "table.md").exists()
+
+
+def test_serving_many_populations_without_a_seal_key_is_a_one_line_mistake() -> None:
+    proc = subprocess.run([*CLI, "serve", "--bind", f"127.0.0.1:{free_port()}", "separation", "--quick"], capture_output=True, timeout=60)
+    err = proc.stderr.decode()
+    assert proc.returncode == 2 and "--seal-key-file" in err and "Traceback" not in err
