@@ -327,9 +327,37 @@ async def users_needed(trials: _Trials, learner: str, d: int) -> dict[str, Any]:
 async def run(config: Config, oracle_factory: OracleFactory = in_process_oracle, log: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Run the whole experiment; returns the JSON-able result (and writes files if ``config.out``)."""
     say = log or (lambda s: None)
-    trials = _Trials(config, oracle_factory)
     started = time.perf_counter()
     rows: list[dict[str, Any]] = []
+    curves: list[dict[str, Any]] = []
+    try:
+        await _measure(config, oracle_factory, rows, curves, say)
+    except BaseException as exc:  # a lost client, a timeout, Ctrl-C: keep what was measured
+        if config.out and (rows or curves):
+            path = Path(config.out) / "partial.json"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            stopped = f"{type(exc).__name__}: {exc}".splitlines()[0]
+            partial = {"config": asdict(config), "rows": rows, "curves": curves, "stopped_by": stopped, "seconds": round(time.perf_counter() - started, 2)}
+            path.write_text(json.dumps(partial, indent=1, default=str))
+            say(f"the run stopped ({stopped}); the {len(rows)} finished row(s) and {len(curves)} curve point(s) are in {path}")
+        raise
+    result = {
+        "config": asdict(config),
+        "rows": rows,
+        "curves": curves,
+        "seconds": round(time.perf_counter() - started, 2),
+    }
+    result["table"] = markdown_table(result)
+    if config.out:
+        result["files"] = [str(p) for p in write_outputs(result, Path(config.out))]
+    return result
+
+
+async def _measure(
+    config: Config, oracle_factory: OracleFactory, rows: list[dict[str, Any]], curves: list[dict[str, Any]], say: Callable[[str], None]
+) -> None:
+    """The rows and curves of ``run``, appended as each is finished (so a failure keeps them)."""
+    trials = _Trials(config, oracle_factory)
     for learner in config.learners:
         for d in LEARNERS[learner].dims(config):
             t0 = time.perf_counter()
@@ -338,7 +366,6 @@ async def run(config: Config, oracle_factory: OracleFactory = in_process_oracle,
             rows.append(row)
             needed = row["users_needed"] if row["users_needed"] is not None else f"> {config.cap}"
             say(f"{learner:>14} d={d:<4} users needed {needed!s:>10}  (mean error {row['mean_error']:.3f}, {row['seconds']} s)")
-    curves: list[dict[str, Any]] = []
     curve_learners = [name for name in ("LI", "LNI-a", "LNI-b") if name in config.learners]
     curve_config = replace(config, trials=config.curve_trials)
     curve_trials = _Trials(curve_config, oracle_factory)
@@ -353,16 +380,6 @@ async def run(config: Config, oracle_factory: OracleFactory = in_process_oracle,
         rows += point_rows
         for row in point_rows:
             say(f"{row['learner']:>14} d={row['d']:<4} users needed {row['users_needed'] or '> max'!s:>10}")
-    result = {
-        "config": asdict(config),
-        "rows": rows,
-        "curves": curves,
-        "seconds": round(time.perf_counter() - started, 2),
-    }
-    result["table"] = markdown_table(result)
-    if config.out:
-        result["files"] = [str(p) for p in write_outputs(result, Path(config.out))]
-    return result
 
 
 def central_point_baselines(config: Config) -> list[dict[str, Any]]:

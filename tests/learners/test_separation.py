@@ -5,6 +5,9 @@ from __future__ import annotations
 import contextlib
 import json
 
+import pytest
+
+from ldp.core.errors import LDPError
 from ldp.local.oracle import InProcessLROracle
 from simulations.separation import Config, main, run
 
@@ -52,3 +55,25 @@ def test_main_has_the_documented_flags() -> None:
     with pytest.raises(SystemExit) as info:
         main(["--help"])
     assert info.value.code == 0
+
+
+async def test_a_run_that_stops_keeps_the_rows_it_finished(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A lost cluster (here: a factory that fails at its 30th population) stops the run with the
+    error, and the finished rows are written to partial.json, named in the log."""
+    served = 0
+
+    @contextlib.asynccontextmanager
+    async def failing(spec):  # type: ignore[no-untyped-def]
+        nonlocal served
+        served += 1
+        if served == 30:
+            raise LDPError("shard 1/2 (users 500..999) disconnected before answering session 1 round 0")
+        yield InProcessLROracle(spec)
+
+    lines: list[str] = []
+    config = Config(trials=2, cap=4096, bisect=1, masked_d=(2, 4), learners=("LI", "LNI-a"), curve_users=(), point_bits=(), out=str(tmp_path))
+    with pytest.raises(LDPError, match="shard 1/2"):
+        await run(config, failing, log=lines.append)
+    partial = json.loads((tmp_path / "partial.json").read_text())
+    assert partial["rows"] and "shard 1/2" in partial["stopped_by"]
+    assert any("partial.json" in line for line in lines)
