@@ -511,7 +511,7 @@ async def _echo_events(aggregator: Any, console: Console) -> None:
 async def _serve(ns: argparse.Namespace, console: Console) -> int:
     """The aggregator side (with the experiment, which owns the seeds and the ground truth)."""
     from ldp.wire.aggregator import GrpcAggregator, GrpcLROracle
-    from ldp.wire.remote import RemoteOracleFactory
+    from ldp.wire.factory import RemoteOracleFactory
     from ldp.wire.sealed import seal_key_file
 
     exp, args = _experiment_args(ns, lambda done, total: None)

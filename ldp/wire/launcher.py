@@ -41,7 +41,8 @@ from ldp.core.errors import LDPError, ParameterError
 from ldp.core.population import PopulationSpec
 from ldp.wire.aggregator import READY_TIMEOUT_S, GrpcAggregator, GrpcLROracle, ShardClaim
 from ldp.wire.client_config import ClientConfig
-from ldp.wire.sealed import new_seal_key, seal_population
+from ldp.wire.factory import SealedOracleFactory
+from ldp.wire.sealed import new_seal_key
 
 __all__ = [
     "ClientProcess",
@@ -310,59 +311,32 @@ async def launch_local(
             stop_clients(clients)
 
 
-class GrpcOracleFactory:
-    """An oracle factory over one cluster of client processes: ``factory(spec)`` is an async
-    context manager yielding a ``GrpcLROracle`` for ``spec``.
+class GrpcOracleFactory(SealedOracleFactory):
+    """An oracle factory over one cluster of client processes on this machine: ``factory(spec)``
+    is an async context manager yielding a ``GrpcLROracle`` for ``spec``.
 
     The first use launches the aggregator and the clients (``launch_local``), giving the clients
     a fresh seal key out of band; every later use seals the new population with it and relays it
-    through the aggregator (``GrpcLROracle.load``: new records and session ids, and ledgers keyed
-    by the data, so results for new data equal a fresh in-process oracle's). One population at a
-    time: the oracle of a previous ``async with`` must not be used after the next one starts.
-    Made by ``grpc_oracle_factory``, which shuts the cluster down on exit.
+    through the aggregator (``ldp.wire.factory.SealedOracleFactory``). One population at a time:
+    the oracle of a previous ``async with`` must not be used after the next one starts. Made by
+    ``grpc_oracle_factory``, which shuts the cluster down on exit.
     """
 
     def __init__(self, stack: contextlib.AsyncExitStack, processes: int, ready_timeout_s: float, load_timeout_s: float, extra_args: dict[str, list[str]] | None) -> None:
+        super().__init__(new_seal_key(), load_timeout_s)
         self._stack = stack
         self.processes = processes
         self.ready_timeout_s = ready_timeout_s
-        self.load_timeout_s = load_timeout_s
         self.extra_args = extra_args
-        self._seal_key = new_seal_key()  # the experiment's: given to the clients at spawn only
-        self.oracle: GrpcLROracle | None = None  # None until the first use
-        self.populations = 0  # populations served so far (1 launch + loads)
-        self.load_seconds = 0.0  # wall time spent launching and loading (diagnostic)
         self.on_launch: Callable[[GrpcLROracle], None] | None = None  # called once the cluster is up
-        self._in_use = False
-        self._closed = False
 
-    def __call__(self, population: PopulationSpec) -> contextlib.AbstractAsyncContextManager[GrpcLROracle]:
-        return self._use(population)
-
-    @contextlib.asynccontextmanager
-    async def _use(self, population: PopulationSpec) -> AsyncIterator[GrpcLROracle]:
-        if self._closed:
-            raise LDPError("this oracle factory's client processes are shut down (its `async with` block has ended)")
-        if self._in_use:
-            raise ParameterError("an oracle factory over one cluster serves one population at a time: leave the previous `async with` first")
-        self._in_use = True
-        try:
-            started = time.perf_counter()
-            if self.oracle is None:
-                self.oracle = await self._stack.enter_async_context(
-                    launch_local(
-                        population, self.processes, ready_timeout_s=self.ready_timeout_s, extra_args=self.extra_args, seal_key=self._seal_key
-                    )
-                )
-                if self.on_launch is not None:
-                    self.on_launch(self.oracle)
-            else:
-                await self.oracle.load(population.description(), seal_population(self._seal_key, population), self.load_timeout_s)
-            self.populations += 1
-            self.load_seconds += time.perf_counter() - started
-            yield self.oracle
-        finally:
-            self._in_use = False
+    async def _first(self, population: PopulationSpec) -> GrpcLROracle:
+        oracle = await self._stack.enter_async_context(
+            launch_local(population, self.processes, ready_timeout_s=self.ready_timeout_s, extra_args=self.extra_args, seal_key=self._seal_key)
+        )
+        if self.on_launch is not None:
+            self.on_launch(oracle)
+        return oracle
 
 
 @contextlib.asynccontextmanager

@@ -105,6 +105,13 @@ CASES: list[tuple[list[str], str]] = [
     ([*CLIENTS_SPEC, "--ledger", "{dir}"], "is a directory"),
     ([*CLIENTS_SPEC, "--ledger", "{file}/ledger.sqlite"], "the ledger's directory"),
     ([*CLIENTS_SPEC, "--ledger", ""], "the ledger must name a file"),
+    # --- clients and serve: TLS, enrolment, standby ---
+    ([*CLIENTS_SPEC, "--tls", "{tmp}/no-pki"], "is not a directory"),
+    ([*CLIENTS_SPEC, "--token-file", "{file}"], "need --tls DIR"),
+    ([*CLIENTS_SPEC, "--tls", "{dir}"], "--tls needs --client-name NAME"),
+    ([*CLIENTS, "--seal-key-file", "{tmp}/missing.key"], "cannot read the seal key file"),
+    ([*CLIENTS, "--seal-key-file", "{short_key}"], "must hold exactly 32 bytes"),
+    ([*SERVE, "--tls", "{tmp}/no-pki"], "is not a directory"),
     # --- clients: numbers ---
     *[([*CLIENTS_SPEC, "--processes", v], PROCS) for v in ("0", "-3", "100000000")],
     ([*CLIENTS_SPEC, "--processes", "abc"], "--processes must be an integer ≥ 1"),
