@@ -34,4 +34,9 @@ __all__ = [
     "Request",
     "Session",
 ]
-__version__ = "0.1.0"
+try:  # one source: the version in pyproject.toml, as installed
+    from importlib.metadata import PackageNotFoundError, version as _version
+
+    __version__ = _version("ldp")
+except PackageNotFoundError:  # pragma: no cover - running from a source tree that was never installed
+    __version__ = "0+unknown"

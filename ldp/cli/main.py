@@ -260,6 +260,9 @@ def _experiment_arguments(p: argparse.ArgumentParser) -> None:
 
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="ldp-sim", description="Simulate the local model of differential privacy (KLNRS).")
+    from ldp import __version__
+
+    parser.add_argument("--version", action="version", version=f"ldp-sim {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="run an experiment on this machine")
     _experiment_arguments(run)
