@@ -157,3 +157,13 @@ def test_apply_options_converts_by_the_current_type() -> None:
         apply_options(_Cfg(), {"trial": "3"})
     with pytest.raises(ParameterError, match="expected bool"):
         apply_options(_Cfg(), {"full": "maybe"})
+
+
+def test_version_is_the_installed_one(capsys) -> None:  # type: ignore[no-untyped-def]
+    from importlib.metadata import version
+
+    from ldp.cli.main import main
+
+    with pytest.raises(SystemExit) as stop:
+        main(["--version"])
+    assert stop.value.code == 0 and capsys.readouterr().out.strip() == f"ldp-sim {version('ldp')}"
