@@ -311,9 +311,18 @@ async def _handshake(
         )
         await call.write(pb.ClientMessage(ready=pb.Ready(error=reason)))
         say(f"ldp client {claim.key}: refusing: {reason}")
+        await _finish_writing(call)  # the refusal must reach the aggregator before the call is cancelled
         return EXIT_REJECTED
     await call.write(pb.ClientMessage(ready=users.ready(0)))
     return None
+
+
+async def _finish_writing(call: grpc.aio.StreamStreamCall, timeout_s: float = 2.0) -> None:
+    """Half-close the stream and give the aggregator a moment to read what was written (a
+    cancelled call can drop its last message on a loaded machine); never raises, never waits long."""
+    with contextlib.suppress(Exception):
+        await asyncio.wait_for(call.done_writing(), timeout_s)
+        await asyncio.wait_for(call.read(), timeout_s)  # the aggregator's Close, or the end of the stream
 
 
 class _PendingRound:
