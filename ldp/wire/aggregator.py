@@ -389,7 +389,6 @@ class GrpcAggregator:
             problem = self.tls.problem(context)
             if problem:  # not enrolled: no claim, no range, and the reason says why
                 await self._reject(context, problem)
-                self.events.append(f"refused a client: {problem}")
                 return None
         if hello.protocol_version != codec.PROTOCOL_VERSION:
             await self._reject(
@@ -445,16 +444,16 @@ class GrpcAggregator:
             if self._connections.get(conn.key) is conn:
                 del self._connections[conn.key]
             problem = f"no Ready within {self.handshake_timeout_s:g} s after Welcome; users {lo}..{hi - 1} are free again"
+            self._notify(f"shard {conn.key} reservation expired: {problem}")  # logged before the client hears it
             await self._reject(context, f"shard {conn.key}: {problem}")
-            self._notify(f"shard {conn.key} reservation expired: {problem}")
             return None
         problem = "" if msg is not grpc.aio.EOF and msg is not None and msg.WhichOneof("kind") == "ready" else "expected Ready"
         if not problem:
             problem = self._check_ready(msg.ready, lo, hi)
         if problem:
             del self._connections[conn.key]
+            self._notify(f"shard {conn.key} refused: {problem}")  # logged before the client hears it
             await self._reject(context, f"shard {conn.key}: {problem}")
-            self._notify(f"shard {conn.key} refused: {problem}")
             return None
         conn.budget = msg.ready.budget
         conn.established = True
