@@ -94,7 +94,12 @@ async def talk(target: str, credentials: grpc.ChannelCredentials | None, metadat
             reply = await call.read()
             await call.done_writing()
         except grpc.aio.AioRpcError as exc:
-            return exc
+            if exc.code() != grpc.StatusCode.INTERNAL:
+                return exc
+            # On a loaded machine the write can race the server's abort and fail with INTERNAL
+            # ("execute_batch"); the call's own final status is the server's answer.
+            code, details = await call.code(), await call.details()
+            return grpc.aio.AioRpcError(code, grpc.aio.Metadata(), grpc.aio.Metadata(), details)
         assert reply is not grpc.aio.EOF, await call.code()
         return bytes(reply)
 
