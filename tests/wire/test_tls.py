@@ -65,6 +65,7 @@ class Echo:
             problem = self.enrol(context)
             if problem:
                 await context.abort(grpc.StatusCode.UNAUTHENTICATED, problem)
+        await context.send_initial_metadata((("admitted", "1"),))  # the client may now write (see talk)
         who = (tls.peer_identity(context) or "-").encode()
         async for message in requests:
             yield who + b"|" + message
@@ -90,16 +91,17 @@ async def talk(target: str, credentials: grpc.ChannelCredentials | None, metadat
     async with channel:
         call = channel.stream_stream(METHOD)(metadata=metadata, timeout=DEADLINE_S)
         try:
+            # Wait for the server's verdict before writing: headers when admitted, the status when
+            # refused. A write racing a refusal can fail with INTERNAL on a loaded machine.
+            headers = await call.initial_metadata()
+            if ("admitted", "1") not in list(headers or ()):
+                code, details = await call.code(), await call.details()
+                return grpc.aio.AioRpcError(code, grpc.aio.Metadata(), grpc.aio.Metadata(), details)
             await call.write(b"hello")
             reply = await call.read()
             await call.done_writing()
         except grpc.aio.AioRpcError as exc:
-            if exc.code() != grpc.StatusCode.INTERNAL:
-                return exc
-            # On a loaded machine the write can race the server's abort and fail with INTERNAL
-            # ("execute_batch"); the call's own final status is the server's answer.
-            code, details = await call.code(), await call.details()
-            return grpc.aio.AioRpcError(code, grpc.aio.Metadata(), grpc.aio.Metadata(), details)
+            return exc
         assert reply is not grpc.aio.EOF, await call.code()
         return bytes(reply)
 
