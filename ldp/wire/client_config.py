@@ -22,7 +22,7 @@ from typing import Any, Mapping
 
 from ldp.core.errors import LDPError, ParameterError, require_epsilon
 from ldp.core.population import PopulationSpec
-from ldp.core.rng import KEY_BYTES, secret_key
+from ldp.core.rng import KEY_BYTES
 from ldp.local.ledger_store import LedgerStore, open_store
 from ldp.local.shard import Holdings, Shard
 from ldp.wire.sealed import SEAL_KEY_BYTES, open_population
@@ -149,10 +149,9 @@ class ClientConfig:
         return open_store(self.ledger_path)
 
     def shard(self, data: Holdings, first_user: int, count: int, store: LedgerStore) -> Shard:
-        key = self.report_key
-        if key is None and getattr(data, "report_key", None) is None:
-            key = secret_key()
-        return Shard(data, first_user, count, budget=self.effective_budget(data), key=key, store=store)
+        """The users' shard; without a key of its own the Shard derives one (a seeded spec) or
+        draws a fresh one from the OS (anything else)."""
+        return Shard(data, first_user, count, budget=self.effective_budget(data), key=self.report_key, store=store)
 
     def open_sealed(self, blob: bytes) -> PopulationSpec:
         if self.seal_key is None:
