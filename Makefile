@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test venv proto bench clean
+.PHONY: demo test separation venv proto bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -19,6 +19,9 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest -q
+
+separation: $(STAMP)
+	$(VENV)/bin/ldp-sim run separation
 
 proto: $(STAMP)
 	$(PY) -m ldp.wire.codegen

@@ -2,25 +2,33 @@
 
 For every learner and dimension d, the number of users needed to reach error ≤ α in at least a
 (1 − β) fraction of T seeded trials, found by search: n doubles from a small start until the
-success rate is met (trials stop early once too many fail), then ``bisect`` halvings refine it.
-A learner that still fails at ``cap`` users is reported as "> cap" with its mean error there.
+success rate is met (trials at a size stop early once too many fail), then geometric bisection
+narrows the bracket [last failing n, first passing n] until its ratio is at most ``resolution``.
+Every size tried is reported with its successes k/T and the 95 % Clopper–Pearson interval. A
+learner that still fails at ``cap`` users is reported as "> cap" with its success rate there.
 
 Learners (ldp.learners):
   MASKED-PARITY  LI       2-round interactive local protocol (§5.1 through Lemma 4.3), ε per user
-                 LNI-a    one round: d bit queries + a-queries for as many candidates as affordable
-                 LNI-b    one round: every user randomizes its whole record (record_rr)
+                 LNI      the fair one-round learner: d bit queries + the a-query of every one of
+                          the 2^d candidates, users spread over them (``lni_plan``)
+                 LNI-b    (optional) every user randomizes its whole record: a generic release,
+                          not a witness of the separation
   PARITY         central-A*     Algorithm A* (Theorem 3.8), trusted curator
                  central-occam  exponential mechanism with WHT scores (Theorem 3.7), d ≤ 20
-                 local-parity   correlation queries over candidate parities (one local round)
+                 local-parity   correlation queries over all 2^d candidate parities (one local round)
+
+Each MASKED-PARITY row also carries the corrected Theorem 5.1 lower bound for *any*
+non-interactive protocol, n ≥ 4·2^d·ln(1/(4β))/(e^ε − 1)² (``ldp.learners.theorem51``), and the
+fair learner's predicted users; the table fits the growth of each learner (log-log slope:
+polynomial degree; log2-linear slope: doublings per unit of d).
 
 Local learners run against an ``LROracle`` made by ``oracle_factory(population_spec)`` (an async
 context manager; in-process by default, gRPC client processes under ``ldp-sim run separation``).
 The curator learners read records directly (``generate_records``: the same records the users of
 that population hold).
 
-Writes ``result.json``, ``users_needed.csv``, ``curves.csv``, ``separation.png`` (users needed
-against d, log scale; error against users at fixed d) and ``table.md`` (with measured/bound for
-Theorems 3.7, 3.8 and Lemma 4.3) into ``out``.
+Writes ``result.json``, ``users_needed.csv``, ``curves.csv``, ``separation.png`` and ``table.md``
+into ``out`` (``results/separation`` for the full sweep, ``results/demo/separation`` for the demo).
 """
 
 from __future__ import annotations
@@ -38,6 +46,7 @@ from pathlib import Path
 from typing import Any, AsyncContextManager, Callable
 
 import numpy as np
+from scipy.stats import beta as beta_distribution
 
 from ldp.core.concepts import ConceptClass, concept_class
 from ldp.core.errors import ParameterError, require_epsilon, require_probability
@@ -45,11 +54,13 @@ from ldp.core.population import PopulationSpec, generate_records
 from ldp.core.rng import generator
 from ldp.learners.masked_parity import (
     learn_masked_parity_interactive,
-    learn_masked_parity_lni_candidates,
+    learn_masked_parity_lni,
     learn_masked_parity_lni_record,
     li_lemma43_users,
     lni_lemma43_users,
+    lni_users_for,
 )
+from ldp.learners.theorem51 import lni_users_lower_bound
 from ldp.learners.occam import learn_occam, occam_sample_size
 from ldp.learners.parity import PackedExamples, a_star_sample_size, algorithm_a_star
 from ldp.learners.parity_local import learn_parity_local, parity_local_lemma43_users
@@ -76,20 +87,20 @@ class Config:
     seed: int = 0
     epsilon: float = 1.0  # every user's budget ε (the curator learners are ε-DP)
     alpha: float = 0.1  # target error
-    beta: float = 0.1  # allowed failure rate
-    trials: int = 10
-    cap: int = 2_000_000  # most users per trial
+    beta: float = 0.05  # allowed failure rate: "users needed" is for ≥ 95 % success
+    trials: int = 20
+    cap: int = 2**26  # most users per trial (67,108,864: 2 client processes hold them in ≈ 8 GB)
     start_users: int = 16
-    bisect: int = 2
-    masked_d: tuple[int, ...] = (2, 4, 8, 16)
+    resolution: float = 1.25  # the search stops when (first passing n)/(last failing n) ≤ this
+    masked_d: tuple[int, ...] = (2, 4, 8, 12, 16, 20, 24)
     central_parity_d: tuple[int, ...] = (8, 16, 32, 64, 128, 256, 512)
     occam_d: tuple[int, ...] = (4, 8, 12, 16)
     local_parity_d: tuple[int, ...] = (4, 8, 12, 16)
     curve_d: int = 16
-    curve_users: tuple[int, ...] = (16_000, 64_000, 256_000, 1_024_000, 2_000_000)
-    curve_trials: int = 5
-    full_at_cap: bool = True  # a learner failing at the cap: rerun all trials there for its mean error
-    learners: tuple[str, ...] = ("LI", "LNI-a", "LNI-b", "central-A*", "central-occam", "local-parity")
+    curve_users: tuple[int, ...] = (250_000, 1_000_000, 4_000_000, 8_000_000)
+    curve_trials: int = 10
+    full_at_cap: bool = True  # a learner failing at the cap: rerun all trials there for its success rate
+    learners: tuple[str, ...] = ("LI", "LNI", "central-A*", "central-occam", "local-parity")
     # Central baselines from the other seeds (BNS): POINT_d with pure ε-DP (exponential mechanism)
     # against (ε, δ)-DP (A_dist), measured by simulations.pure_vs_approximate's search. () skips them.
     point_bits: tuple[int, ...] = (8, 32, 128, 512)
@@ -105,16 +116,19 @@ class Config:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ParameterError(f"separation: {name} must be an integer ≥ 1, got {value!r}")
-        if not isinstance(self.bisect, int) or self.bisect < 0:
-            raise ParameterError(f"separation: bisect must be an integer ≥ 0, got {self.bisect!r}")
+        if isinstance(self.resolution, bool) or not isinstance(self.resolution, (int, float)) or not 1.0 < self.resolution <= 2.0:
+            raise ParameterError(f"separation: resolution must be a ratio in (1, 2], got {self.resolution!r}")
         if self.start_users > self.cap:
             raise ParameterError(f"separation: start_users ({self.start_users}) exceeds cap ({self.cap})")
         for name in ("masked_d", "central_parity_d", "occam_d", "local_parity_d", "curve_users", "point_bits"):
             bad = [v for v in getattr(self, name) if isinstance(v, bool) or not isinstance(v, int) or v < 1]
             if bad:
                 raise ParameterError(f"separation: {name} must hold integers ≥ 1, got {bad[0]!r}")
-        if self.curve_d < 1:
-            raise ParameterError(f"separation: curve_d must be ≥ 1, got {self.curve_d!r}")
+        bad_masked = [d for d in self.masked_d if not 2 <= d <= 62]
+        if bad_masked:
+            raise ParameterError(f"separation: masked_d must hold integers in [2, 62], got {bad_masked[0]!r}")
+        if self.curve_d < 2:
+            raise ParameterError(f"separation: curve_d must be ≥ 2, got {self.curve_d!r}")
         if not self.learners:
             raise ParameterError(f"separation: learners must name at least one of {list(LEARNERS)}")
         unknown = [name for name in self.learners if name not in LEARNERS]
@@ -122,25 +136,34 @@ class Config:
             raise ParameterError(f"unknown learner(s) {unknown}; learners: {list(LEARNERS)}")
 
 
-def quick_config(seed: int = 0, out: str | None = "results/separation") -> Config:
-    """`make demo`: small ranges, few trials (≈ a minute in process on 2 cores)."""
+def quick_config(seed: int = 0, out: str | None = "results/demo/separation") -> Config:
+    """`make demo`: the full sweep's rule (20 trials, 95 % success) at d ≤ 12 and a 10^6 cap (≈ 30 s
+    in process on 2 cores). It shows LI and LNI side by side with intervals, but not the
+    exponential gap: at d ≤ 12 the fair LNI costs about as much as LI (0.7–2.5×), and a fit over
+    d ≤ 12 cannot tell 2^d from d^4; the gap is plain from d = 16 on (the full sweep)."""
     return Config(
         seed=seed,
-        trials=5,
         cap=1_000_000,
-        bisect=1,
-        masked_d=(2, 4, 8, 16),
+        masked_d=(2, 4, 8, 12),
         central_parity_d=(8, 16, 32, 64),
         occam_d=(4, 8),
-        local_parity_d=(4, 8, 12),
+        local_parity_d=(4, 8),
         curve_d=8,
-        curve_users=(4_000, 16_000, 64_000, 256_000),
-        curve_trials=3,
+        curve_users=(20_000, 50_000, 100_000, 200_000),
+        curve_trials=5,
         full_at_cap=False,
         point_bits=(8, 32, 128),
         point_trials=50,
         out=out,
     )
+
+
+QUICK_CAPTION = (
+    "Quick run (d ≤ 12, cap 10^6): LI against the fair one-round LNI with 95 % intervals. It cannot "
+    "show the exponential gap: up to d = 12 the two cost about the same, and the fits cannot tell "
+    "2^d from d^4. The gap is plain from d = 16 on: `make separation` runs d = 2 … 24 "
+    "(docs/learners.md has its table and times)."
+)
 
 
 # --- learners: (family, model, d range, runner, bound) ---
@@ -160,7 +183,7 @@ def _li_bound(c: Config, d: int) -> tuple[int | None, str]:
     return li_lemma43_users(d, c.epsilon, c.beta), "Lemma 4.3"
 
 
-def _lnia_bound(c: Config, d: int) -> tuple[int | None, str]:
+def _lni_bound(c: Config, d: int) -> tuple[int | None, str]:
     return lni_lemma43_users(d, c.epsilon, c.beta), "Lemma 4.3 (2^d a-queries)"
 
 
@@ -178,7 +201,7 @@ def _local_parity_bound(c: Config, d: int) -> tuple[int | None, str]:
 
 LEARNERS: dict[str, LearnerSpec] = {
     "LI": LearnerSpec("LI", "masked_parity", "local interactive", lambda c: c.masked_d, _li_bound, True),
-    "LNI-a": LearnerSpec("LNI-a", "masked_parity", "local non-interactive", lambda c: c.masked_d, _lnia_bound, True),
+    "LNI": LearnerSpec("LNI", "masked_parity", "local non-interactive", lambda c: c.masked_d, _lni_bound, True),
     "LNI-b": LearnerSpec("LNI-b", "masked_parity", "local non-interactive", lambda c: c.masked_d, lambda c, d: (None, "—"), True),
     "central-A*": LearnerSpec("central-A*", "parity", "central", lambda c: c.central_parity_d, _astar_bound, False),
     "central-occam": LearnerSpec("central-occam", "parity", "central", lambda c: c.occam_d, _occam_bound, False),
@@ -243,15 +266,24 @@ class _Trials:
             async with self.oracle_factory(spec) as lr:
                 if learner == "LI":
                     res = await learn_masked_parity_interactive(lr, d, c.epsilon)
-                elif learner == "LNI-a":
-                    res = await learn_masked_parity_lni_candidates(lr, d, c.epsilon, rng, beta=c.beta)
+                elif learner == "LNI":
+                    res = await learn_masked_parity_lni(lr, d, c.epsilon, rng)
                 elif learner == "LNI-b":
                     res = await learn_masked_parity_lni_record(lr, d, c.epsilon, rng)
                 elif learner == "local-parity":
-                    res = await learn_parity_local(lr, d, c.epsilon, rng, beta=c.beta)
+                    res = await learn_parity_local(lr, d, c.epsilon, rng)
                 else:
                     raise KeyError(learner)
         return true_error(referee, res.hypothesis), res
+
+
+def clopper_pearson(successes: int, trials: int, level: float = 0.95) -> tuple[float, float]:
+    """The exact (Clopper–Pearson) two-sided interval for a success probability from k of T."""
+    k, t = int(successes), int(trials)
+    tail = (1.0 - level) / 2.0
+    low = 0.0 if k == 0 else float(beta_distribution.ppf(tail, k, t - k + 1))
+    high = 1.0 if k == t else float(beta_distribution.ppf(1.0 - tail, k + 1, t - k))
+    return low, high
 
 
 async def _evaluate(trials: _Trials, learner: str, d: int, n: int, early_stop: bool = True) -> dict[str, Any]:
@@ -265,18 +297,22 @@ async def _evaluate(trials: _Trials, learner: str, d: int, n: int, early_stop: b
         failures += err > c.alpha
         if early_stop and failures > allowed:
             break
+    successes = len(errors) - failures
     return {
         "users": n,
         "trials": len(errors),
-        "successes": len(errors) - failures,
-        "success_rate": (len(errors) - failures) / len(errors),
+        "successes": successes,
+        "success_rate": successes / len(errors),
+        "ci": clopper_pearson(successes, len(errors)),
+        "stopped_early": len(errors) < c.trials,
         "ok": failures <= allowed and len(errors) == c.trials,
         "mean_error": float(np.mean(errors)),
     }
 
 
 async def users_needed(trials: _Trials, learner: str, d: int) -> dict[str, Any]:
-    """Smallest n (doubling, then bisection) with success rate ≥ 1 − β over the trials."""
+    """Smallest n with success rate ≥ 1 − β over the trials: doubling, then geometric bisection of
+    [last failing n, first passing n] until the ratio of its ends is ≤ ``resolution``."""
     c = trials.config
     evaluations: list[dict[str, Any]] = []
     n = max(c.start_users, 2 * (d + 1))
@@ -294,34 +330,65 @@ async def users_needed(trials: _Trials, learner: str, d: int) -> dict[str, Any]:
         n = min(2 * n, c.cap)
     if found is not None and last_fail is not None:
         lo, hi = last_fail, found
-        for _ in range(c.bisect):
-            mid = (lo + hi) // 2
+        while hi > lo * c.resolution:
+            mid = int(round(math.sqrt(lo * hi)))
             if mid <= lo or mid >= hi:
                 break
             ev = await _evaluate(trials, learner, d, mid)
             evaluations.append(ev)
             lo, hi = (lo, mid) if ev["ok"] else (mid, hi)
-        found = hi
+        found, last_fail = hi, lo
     if found is None and c.full_at_cap and evaluations[-1]["trials"] < c.trials:
         evaluations.append(await _evaluate(trials, learner, d, evaluations[-1]["users"], early_stop=False))
     final = [e for e in evaluations if e["users"] == (found if found is not None else last_fail)][-1]
+    below = [e for e in evaluations if found is not None and e["users"] == last_fail]
     bound, source = LEARNERS[learner].bound(c, d)
-    return {
+    row = {
         "learner": learner,
         "family": LEARNERS[learner].family,
         "model": LEARNERS[learner].model,
         "d": d,
         "users_needed": found,
+        "last_failing": last_fail,
+        "bracket_ratio": (found / last_fail) if (found is not None and last_fail) else None,
         "status": "ok" if found is not None else "> cap",
         "success_rate": final["success_rate"],
         "successes": final["successes"],
         "trials": final["trials"],
+        "ci": final["ci"],
+        "below": {k: below[-1][k] for k in ("users", "successes", "trials", "ci", "stopped_early")} if below else None,
         "mean_error": final["mean_error"],
         "bound": bound,
         "bound_source": source,
         "measured_over_bound": (found / bound) if (found is not None and bound) else None,
         "evaluations": evaluations,
     }
+    if LEARNERS[learner].family == "masked_parity":
+        row["lni_lower_bound"] = lni_users_lower_bound(d, c.epsilon, c.beta)
+        if learner == "LNI":
+            row["predicted"] = lni_users_for(d, c.epsilon, 1.0 - c.beta)
+    return row
+
+
+def growth(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """Least-squares fits of the measured users n(d) over the rows that succeeded: log n against
+    log d (slope = the polynomial degree) and log2 n against d (slope = doublings per unit of d,
+    1 for 2^d). R² says which describes the data; None with fewer than 3 points."""
+    pts = [(r["d"], r["users_needed"]) for r in rows if r["users_needed"] is not None]
+    if len(pts) < 3:
+        return None
+    d = np.array([p[0] for p in pts], dtype=np.float64)
+    n = np.array([p[1] for p in pts], dtype=np.float64)
+
+    def fit(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+        slope, intercept = np.polyfit(x, y, 1)
+        residual = y - (slope * x + intercept)
+        total = float(np.sum((y - y.mean()) ** 2))
+        return float(slope), (1.0 - float(np.sum(residual**2)) / total) if total > 0 else 1.0
+
+    loglog, loglog_r2 = fit(np.log(d), np.log(n))
+    loglin, loglin_r2 = fit(d, np.log2(n))
+    return {"d": [int(v) for v in d], "loglog_slope": loglog, "loglog_r2": loglog_r2, "log2_per_d": loglin, "log2_per_d_r2": loglin_r2}
 
 
 async def run(config: Config, oracle_factory: OracleFactory = in_process_oracle, log: Callable[[str], None] | None = None) -> dict[str, Any]:
@@ -345,6 +412,8 @@ async def run(config: Config, oracle_factory: OracleFactory = in_process_oracle,
         "config": asdict(config),
         "rows": rows,
         "curves": curves,
+        "growth": {name: growth([r for r in rows if r["learner"] == name]) for name in dict.fromkeys(r["learner"] for r in rows)},
+        "ratios": separation_ratios(rows),
         "seconds": round(time.perf_counter() - started, 2),
     }
     result["table"] = markdown_table(result)
@@ -364,9 +433,10 @@ async def _measure(
             row = await users_needed(trials, learner, d)
             row["seconds"] = round(time.perf_counter() - t0, 2)
             rows.append(row)
-            needed = row["users_needed"] if row["users_needed"] is not None else f"> {config.cap}"
-            say(f"{learner:>14} d={d:<4} users needed {needed!s:>10}  (mean error {row['mean_error']:.3f}, {row['seconds']} s)")
-    curve_learners = [name for name in ("LI", "LNI-a", "LNI-b") if name in config.learners]
+            needed = f"{row['users_needed']:,}" if row["users_needed"] is not None else f"> {config.cap:,}"
+            low, high = row["ci"]
+            say(f"{learner:>14} d={d:<4} users needed {needed:>13}  (success {row['successes']}/{row['trials']}, 95 % CI {low:.2f}–{high:.2f}; {row['seconds']} s)")
+    curve_learners = [name for name in ("LI", "LNI", "LNI-b") if name in config.learners]
     curve_config = replace(config, trials=config.curve_trials)
     curve_trials = _Trials(curve_config, oracle_factory)
     curve_trials._runs = trials._runs  # a run does not depend on the number of trials: share them
@@ -422,38 +492,120 @@ def central_point_baselines(config: Config) -> list[dict[str, Any]]:
 # --- outputs ---
 
 
+def separation_ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per d measured by both: LNI's users over LI's (a lower limit "> …" when LNI failed at the
+    cap) and the corrected Theorem 5.1 lower bound for any LNI protocol over LI's measured users."""
+    li = {r["d"]: r for r in rows if r["learner"] == "LI"}
+    lni = {r["d"]: r for r in rows if r["learner"] == "LNI"}
+    out = []
+    for d in sorted(set(li) & set(lni)):
+        a, b = li[d], lni[d]
+        if a["users_needed"] is None:
+            continue
+        at_least = b["users_needed"] is None
+        numerator = b["users_needed"] if not at_least else b["last_failing"]
+        out.append(
+            {
+                "d": d,
+                "LI": a["users_needed"],
+                "LNI": b["users_needed"],
+                "LNI_failed_at": b["last_failing"] if at_least else None,
+                "ratio": numerator / a["users_needed"],
+                "ratio_is_lower_limit": at_least,
+                "lower_bound_ratio": b["lni_lower_bound"] / a["users_needed"],
+                "predicted_ratio": b.get("predicted", 0) / a["users_needed"] if b.get("predicted") else None,
+            }
+        )
+    return out
+
+
 def _fmt_users(row: dict[str, Any], cap: int) -> str:
     return f"{row['users_needed']:,}" if row["users_needed"] is not None else f"> {cap:,}"
+
+
+def _fmt_success(entry: dict[str, Any] | None) -> str:
+    if not entry or entry.get("successes") is None:
+        return "—"
+    low, high = entry["ci"]
+    early = ", stopped early" if entry.get("stopped_early") else ""
+    return f"{entry['successes']}/{entry['trials']} [{low:.2f}, {high:.2f}]{early}"
 
 
 def markdown_table(result: dict[str, Any]) -> str:
     c = result["config"]
     lines = [
         f"Users needed for error ≤ α = {c['alpha']} in ≥ {1 - c['beta']:.0%} of {c['trials']} seeded trials "
-        f"(ε = {c['epsilon']} per user; cap {c['cap']:,} users; seed {c['seed']}). "
-        "A row at \"> cap\" gives successes and mean error of the trials run at the cap"
-        + ("." if c["full_at_cap"] else " (stopped early once the success rate was out of reach)."),
+        f"(ε = {c['epsilon']} per user; cap {c['cap']:,} users; seed {c['seed']}). The search doubles n, then "
+        f"bisects geometrically until first passing n / last failing n ≤ {c['resolution']}: the true threshold "
+        "(at this rule) lies in (last failing, users needed]. Successes are k/T with the 95 % Clopper–Pearson "
+        "interval; sizes abandoned once the success rate was out of reach say \"stopped early\".",
         "",
-        "| class | learner | model | d | users needed | successes (at that n) | mean error | bound (source) | measured/bound |",
-        "|---|---|---|---:|---:|---:|---:|---|---:|",
+        "| class | learner | model | d | users needed | last failing | successes at users needed [95 % CI] | successes at last failing | bound (source) | measured/bound |",
+        "|---|---|---|---:|---:|---:|---|---|---|---:|",
     ]
     for r in result["rows"]:
         bound = f"{r['bound']:,} ({r['bound_source']})" if r["bound"] else "—"
         ratio = f"{r['measured_over_bound']:.3g}" if r["measured_over_bound"] is not None else "—"
-        successes = f"{r['successes']}/{r['trials']}" if r["successes"] is not None else f"≥ {1 - c['beta']:.0%} of {r['trials']}"
-        error = f"{r['mean_error']:.3f}" if r["mean_error"] is not None else "—"
+        last = f"{r['last_failing']:,}" if r.get("last_failing") else "—"
+        success = _fmt_success(r) if r.get("ci") else f"≥ {1 - c['beta']:.0%} of {r['trials']}"  # the POINT rows: m_90 of their own search
         lines.append(
-            f"| {r['family']} | {r['learner']} | {r['model']} | {r['d']} | {_fmt_users(r, c['cap'])} | "
-            f"{successes} | {error} | {bound} | {ratio} |"
+            f"| {r['family']} | {r['learner']} | {r['model']} | {r['d']} | {_fmt_users(r, c['cap'])} | {last} | "
+            f"{success} | {_fmt_success(r.get('below'))} | {bound} | {ratio} |"
         )
+    if result.get("ratios"):
+        lines += [
+            "",
+            "LI against the fair one-round LNI on MASKED-PARITY. \"Any LNI ≥\" is the corrected Theorem 5.1 lower bound "
+            f"4·2^d·ln(1/(4β))/(e^ε − 1)² for every non-interactive protocol (β = {c['beta']}); \"predicted\" is the fair "
+            "learner's normal-approximation sizing.",
+            "",
+            "| d | LI users | LNI users | LNI / LI | any LNI ≥ | (any LNI) / LI | LNI predicted / LI |",
+            "|---:|---:|---:|---:|---:|---:|---:|",
+        ]
+        lower = {r["d"]: r["lni_lower_bound"] for r in result["rows"] if r["learner"] == "LNI"}
+        for q in result["ratios"]:
+            lni = f"{q['LNI']:,}" if q["LNI"] is not None else f"> {q['LNI_failed_at']:,}"
+            ratio = f"{'> ' if q['ratio_is_lower_limit'] else ''}{q['ratio']:.3g}"
+            predicted = f"{q['predicted_ratio']:.3g}" if q["predicted_ratio"] else "—"
+            lines.append(f"| {q['d']} | {q['LI']:,} | {lni} | {ratio} | {lower[q['d']]:,} | {q['lower_bound_ratio']:.3g} | {predicted} |")
+    fits = {k: v for k, v in (result.get("growth") or {}).items() if v}
+    if fits:
+        lines += [
+            "",
+            "Fitted growth of the users needed (least squares over the d that succeeded): log n against log d "
+            "(slope = polynomial degree) and log2 n against d (slope 1 = doubling with every unit of d); the larger R² names the better description.",
+            "",
+            "| learner | d fitted | log-log slope (R²) | log2 n per unit d (R²) | growth |",
+            "|---|---|---:|---:|---|",
+        ]
+        for name, g in fits.items():
+            kind = "polynomial" if g["loglog_r2"] >= g["log2_per_d_r2"] else "exponential"
+            lines.append(
+                f"| {name} | {', '.join(map(str, g['d']))} | {g['loglog_slope']:.2f} ({g['loglog_r2']:.3f}) | "
+                f"{g['log2_per_d']:.3f} ({g['log2_per_d_r2']:.3f}) | {kind} |"
+            )
+    searched = [r for r in result["rows"] if r.get("evaluations")]
+    if searched:
+        lines += [
+            "",
+            "Every size the search tried, in order: users: successes/trials [95 % Clopper–Pearson] (* stopped early once the success rate was out of reach; its interval ignores that stopping rule).",
+            "",
+            "| learner | d | sizes tried |",
+            "|---|---:|---|",
+        ]
+        for r in searched:
+            tried = "; ".join(
+                f"{e['users']:,}: {e['successes']}/{e['trials']} [{e['ci'][0]:.2f}, {e['ci'][1]:.2f}]{'*' if e.get('stopped_early') else ''}" for e in r["evaluations"]
+            )
+            lines.append(f"| {r['learner']} | {r['d']} | {tried} |")
     if result["curves"]:
-        lines += ["", f"Mean error against users at d = {result['curves'][0]['d']} ({c['curve_trials']} trials each):", ""]
+        lines += ["", f"Success rate and mean error against users at d = {result['curves'][0]['d']} ({c['curve_trials']} trials each):", ""]
         users = sorted({e["users"] for e in result["curves"]})
         lines.append("| learner | " + " | ".join(f"{u:,}" for u in users) + " |")
-        lines.append("|---|" + "---:|" * len(users))
+        lines.append("|---|" + "---|" * len(users))
         for learner in dict.fromkeys(e["learner"] for e in result["curves"]):
-            by_n = {e["users"]: e["mean_error"] for e in result["curves"] if e["learner"] == learner}
-            lines.append(f"| {learner} | " + " | ".join(f"{by_n[u]:.3f}" for u in users) + " |")
+            by_n = {e["users"]: e for e in result["curves"] if e["learner"] == learner}
+            lines.append(f"| {learner} | " + " | ".join(f"{_fmt_success(by_n[u])}, error {by_n[u]['mean_error']:.3f}" for u in users) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -463,17 +615,50 @@ def write_outputs(result: dict[str, Any], out: Path) -> list[Path]:
     paths[0].write_text(json.dumps({k: v for k, v in result.items() if k != "files"}, indent=1, default=str))
     with paths[1].open("w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["family", "learner", "model", "d", "users_needed", "status", "success_rate", "mean_error", "bound", "bound_source", "measured_over_bound", "seconds"])
+        w.writerow(["family", "learner", "model", "d", "users_needed", "last_failing", "status", "successes", "trials", "ci_low", "ci_high", "mean_error", "bound", "bound_source", "measured_over_bound", "lni_lower_bound", "predicted", "seconds"])
         for r in result["rows"]:
-            w.writerow([r["family"], r["learner"], r["model"], r["d"], r["users_needed"] or "", r["status"], r["success_rate"], r["mean_error"], r["bound"] or "", r["bound_source"], r["measured_over_bound"] or "", r["seconds"]])
+            ci = r.get("ci") or ("", "")
+            w.writerow([r["family"], r["learner"], r["model"], r["d"], r["users_needed"] or "", r.get("last_failing") or "", r["status"], r["successes"], r["trials"], ci[0], ci[1], r["mean_error"], r["bound"] or "", r["bound_source"], r["measured_over_bound"] or "", r.get("lni_lower_bound", ""), r.get("predicted", ""), r["seconds"]])
     with paths[2].open("w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["learner", "d", "users", "trials", "success_rate", "mean_error"])
+        w.writerow(["learner", "d", "users", "trials", "successes", "ci_low", "ci_high", "mean_error"])
         for e in result["curves"]:
-            w.writerow([e["learner"], e["d"], e["users"], e["trials"], e["success_rate"], e["mean_error"]])
+            w.writerow([e["learner"], e["d"], e["users"], e["trials"], e["successes"], e["ci"][0], e["ci"][1], e["mean_error"]])
     paths[3].write_text(result["table"])
     _plot(result, paths[4])
     return paths
+
+
+STYLES = {
+    "LI": ("tab:blue", "o"),
+    "LNI": ("tab:orange", "s"),
+    "LNI-b": ("tab:red", "D"),
+    "central-A*": ("tab:green", "^"),
+    "central-occam": ("tab:olive", "v"),
+    "local-parity": ("tab:purple", "P"),
+    "central-EM": ("tab:brown", "<"),
+    "central-Adist": ("tab:gray", ">"),
+}
+
+
+def _users_axis(ax: Any, rows: list[dict[str, Any]], cap: int) -> None:
+    """Measured users needed per learner, the search bracket as an error bar; "> cap" open markers."""
+    for learner in dict.fromkeys(r["learner"] for r in rows):
+        mine = [r for r in rows if r["learner"] == learner]
+        color, marker = STYLES.get(learner, ("k", "x"))
+        ok = [r for r in mine if r["users_needed"] is not None]
+        if ok:
+            d = [r["d"] for r in ok]
+            n = np.array([r["users_needed"] for r in ok], dtype=float)
+            low = np.array([r.get("last_failing") or r["users_needed"] for r in ok], dtype=float)
+            family = mine[0]["family"].upper().replace("_", "-")
+            ax.errorbar(d, n, yerr=[n - low, np.zeros_like(n)], color=color, marker=marker, capsize=3, label=f"{learner}: {family}, {MODEL_SHORT.get(mine[0]['model'], mine[0]['model'])}")
+        failed = [r["d"] for r in mine if r["users_needed"] is None]
+        if failed:
+            ax.scatter(failed, [cap] * len(failed), color=color, marker=marker, facecolors="none", s=110, zorder=5, label=f"{learner}: fails at the cap {cap:.0e}")
+    ax.axhline(cap, color="gray", ls=":", lw=1)
+    ax.annotate(f"cap {cap:,}", (0.35, cap), xycoords=("axes fraction", "data"), ha="left", va="bottom", fontsize=7, color="gray")
+    ax.set_yscale("log")
 
 
 def _plot(result: dict[str, Any], path: Path) -> None:
@@ -482,56 +667,73 @@ def _plot(result: dict[str, Any], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    cap = result["config"]["cap"]
-    fig, axes = plt.subplots(1, 2, figsize=(13, 5))
-    ax = axes[0]
-    styles = {
-        "LI": ("tab:blue", "o"),
-        "LNI-a": ("tab:orange", "s"),
-        "LNI-b": ("tab:red", "D"),
-        "central-A*": ("tab:green", "^"),
-        "central-occam": ("tab:olive", "v"),
-        "local-parity": ("tab:purple", "P"),
-        "central-EM": ("tab:brown", "<"),
-        "central-Adist": ("tab:gray", ">"),
-    }
-    for learner in dict.fromkeys(r["learner"] for r in result["rows"]):
-        rows = [r for r in result["rows"] if r["learner"] == learner]
-        color, marker = styles.get(learner, ("k", "x"))
-        label = f"{learner} ({rows[0]['family'].replace('_', '-')})"
-        ok = [(r["d"], r["users_needed"]) for r in rows if r["users_needed"] is not None]
-        failed = [r["d"] for r in rows if r["users_needed"] is None]
-        if ok:
-            ax.plot(*zip(*ok), color=color, marker=marker, label=label)
-        if failed:
-            ax.scatter(failed, [cap] * len(failed), color=color, marker=marker, facecolors="none", s=90, label=f"{learner}: > cap" if not ok else None)
-    ax.axhline(cap, color="gray", ls=":", lw=1)
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xlabel("d")
-    ax.set_ylabel(f"users for error ≤ {result['config']['alpha']} w.p. ≥ {1 - result['config']['beta']:.0%}")
-    ax.set_title("Users needed (open markers: failed at the cap)")
-    ax.legend(fontsize=7)
-    ax = axes[1]
-    for learner in dict.fromkeys(e["learner"] for e in result["curves"]):
-        pts = sorted((e["users"], e["mean_error"]) for e in result["curves"] if e["learner"] == learner)
-        color, marker = styles.get(learner, ("k", "x"))
-        ax.plot(*zip(*pts), color=color, marker=marker, label=learner)
+    c = result["config"]
+    cap = c["cap"]
+    masked = [r for r in result["rows"] if r["family"] == "masked_parity"]
+    others = [r for r in result["rows"] if r["family"] != "masked_parity"]
+    panels = [bool(masked), bool(others), bool(result["curves"])]
+    fig, axes = plt.subplots(1, sum(panels), figsize=(6.2 * sum(panels), 5.2), squeeze=False)
+    axes_iter = iter(axes[0])
+    if masked:
+        ax = next(axes_iter)
+        _users_axis(ax, masked, cap)
+        dims = sorted({r["d"] for r in masked})
+        grid = np.arange(min(dims), max(dims) + 1)
+        bound = [lni_users_lower_bound(int(d), c["epsilon"], c["beta"]) for d in grid]
+        ax.plot(grid, bound, color="black", ls="--", lw=1.2, label="any LNI protocol needs ≥ (Thm 5.1, corrected)")
+        predicted = [(r["d"], r["predicted"]) for r in masked if r.get("predicted")]
+        if predicted:
+            ax.plot(*zip(*predicted), color="tab:orange", ls=":", lw=1.2, label="fair LNI, predicted")
+        for q in result.get("ratios") or []:
+            if q["ratio"] >= 4:  # label the gap where it has opened
+                top = q["LNI"] if q["LNI"] is not None else q["LNI_failed_at"]
+                last = q["d"] == max(dims)
+                ax.annotate(
+                    f"LNI/LI {'> ' if q['ratio_is_lower_limit'] else ''}×{q['ratio']:.0f}",
+                    (q["d"], float(top)), ha="right" if last else "left", va="bottom" if last else "top", fontsize=8,
+                    xytext=(-6, 8) if last else (4, -6), textcoords="offset points",
+                )
+        ax.set_xticks(dims)
+        ax.set_xlabel("d (linear axis: a straight line is exponential growth)")
+        ax.set_ylabel(f"users for error ≤ {c['alpha']} w.p. ≥ {1 - c['beta']:.0%}")
+        ax.set_title("MASKED-PARITY: interactive vs one round")
+        ax.legend(fontsize=8, loc="lower right")
+    if others:
+        ax = next(axes_iter)
+        _users_axis(ax, others, cap)
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("d (bits)")
+        ax.set_ylabel(f"users for error ≤ {c['alpha']}")
+        ax.set_title("PARITY and POINT: trusted curator vs local")
+        ax.legend(fontsize=8, loc="upper right", bbox_to_anchor=(1.0, 0.93))
     if result["curves"]:
-        ax.axhline(0.25, color="gray", ls="--", lw=1)
-        ax.set_title(f"MASKED-PARITY, d = {result['curves'][0]['d']}: mean error against users")
-    ax.set_xscale("log")
-    ax.set_xlabel("users")
-    ax.set_ylabel("mean true error")
-    ax.legend(fontsize=8)
+        ax = next(axes_iter)
+        for learner in dict.fromkeys(e["learner"] for e in result["curves"]):
+            pts = sorted((e["users"], e["success_rate"], *e["ci"]) for e in result["curves"] if e["learner"] == learner)
+            n, rate, low, high = (np.array(v, dtype=float) for v in zip(*pts))
+            color, marker = STYLES.get(learner, ("k", "x"))
+            ax.errorbar(n, rate, yerr=[rate - low, high - rate], color=color, marker=marker, capsize=3, label=learner)
+        ax.axhline(1 - c["beta"], color="gray", ls="--", lw=1, label=f"{1 - c['beta']:.0%}")
+        ax.set_xscale("log")
+        users = sorted({e["users"] for e in result["curves"]})
+        ax.set_xticks(users, [f"{u:,}" for u in users])
+        ax.minorticks_off()
+        ax.set_ylim(-0.03, 1.03)
+        ax.set_xlabel("users")
+        ax.set_ylabel("success rate (95 % Clopper–Pearson)")
+        ax.set_title(f"MASKED-PARITY, d = {result['curves'][0]['d']}: success against users")
+        ax.legend(fontsize=8, loc="upper left")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
 
 
 MODEL_SHORT = {"local interactive": "LI", "local non-interactive": "LNI", "central": "CNI", "central (ε, δ = 1e-06)": "CNI(δ)"}
-SUMMARY_COLUMNS = ("class", "learner", "model", "d", "users", "error", "÷ bound")
-SUMMARY_CAPTION = "users: needed for error ≤ α; ÷ bound: users / (Lemma 4.3 local, Thm 3.8 A*, Thm 3.7 Occam, BNS for POINT)"
+SUMMARY_COLUMNS = ("class", "learner", "model", "d", "users", "success", "÷ bound")
+SUMMARY_CAPTION = (
+    "users: needed for error ≤ α; success: k/T at that n, ≥ the lower end of its 95 % Clopper–Pearson interval; "
+    "÷ bound: users / (Lemma 4.3 local, Thm 3.8 A*, Thm 3.7 Occam, BNS for POINT)"
+)
 
 
 def summary_rows(result: dict[str, Any]) -> tuple[tuple[str, ...], ...]:
@@ -542,6 +744,7 @@ def summary_rows(result: dict[str, Any]) -> tuple[tuple[str, ...], ...]:
     previous = None
     for r in result["rows"]:
         family = r["family"].upper().replace("_", "-")
+        success = f"{r['successes']}/{r['trials']} ≥{r['ci'][0]:.2f}" if r.get("ci") else "—"
         rows.append(
             (
                 "" if family == previous else family,
@@ -549,7 +752,7 @@ def summary_rows(result: dict[str, Any]) -> tuple[tuple[str, ...], ...]:
                 MODEL_SHORT.get(r["model"], r["model"]),
                 str(r["d"]),
                 f"{r['users_needed']:,}" if r["users_needed"] is not None else f"> {cap:,}",
-                f"{r['mean_error']:.3f}" if r["mean_error"] is not None else "—",
+                success,
                 f"{r['measured_over_bound']:.3f}" if r["measured_over_bound"] is not None else "—",
             )
         )
@@ -557,12 +760,33 @@ def summary_rows(result: dict[str, Any]) -> tuple[tuple[str, ...], ...]:
     return tuple(rows)
 
 
+def render(out: str | Path) -> dict[str, Any]:
+    """Rebuild table.md, the CSVs and the plot of a finished run from its result.json (after a
+    change to the reporting, without rerunning an hour of trials)."""
+    out = Path(out)
+    try:
+        result = json.loads((out / "result.json").read_text())
+    except (OSError, ValueError) as exc:
+        raise ParameterError(f"cannot read {out / 'result.json'}: {exc}") from None
+    rows = result["rows"]
+    result["growth"] = {name: growth([r for r in rows if r["learner"] == name]) for name in dict.fromkeys(r["learner"] for r in rows)}
+    result["ratios"] = separation_ratios(rows)
+    result["table"] = markdown_table(result)
+    result["files"] = [str(p) for p in write_outputs(result, out)]
+    return result
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="small ranges and few trials (make demo)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", default="results/separation", help="output directory (default results/separation)")
+    parser.add_argument("--out", default=None, help="output directory (default results/separation, or results/demo/separation with --quick)")
+    parser.add_argument("--render", metavar="DIR", help="only rebuild the table and plot of a finished run in DIR from its result.json")
     args = parser.parse_args(argv)
+    if args.render:
+        print(render(args.render)["table"])
+        return 0
+    args.out = args.out or ("results/demo/separation" if args.quick else "results/separation")
     config = quick_config(args.seed, args.out) if args.quick else Config(seed=args.seed, out=args.out)
     result = asyncio.run(run(config, log=lambda s: print(s, file=sys.stderr, flush=True)))
     print(result["table"])

@@ -39,12 +39,12 @@ async def separation(factory: OracleFactory, args: ExperimentArgs) -> Experiment
     """Users needed per learner and d (``simulations.separation.run``), one population per trial."""
     from simulations import separation as sep
 
-    out = args.out or "results/separation"
+    out = args.out or ("results/demo/separation" if args.quick else "results/separation")
     config = sep.quick_config(args.seed, out) if args.quick else sep.Config(seed=args.seed, out=out)
     config = apply_options(dataclasses.replace(config, epsilon=args.epsilon), args.options)
     # One log line per (learner, d) row and one per error curve: that is the bar's unit.
     total = sum(len(sep.LEARNERS[name].dims(config)) for name in config.learners)
-    total += sum(1 for name in ("LI", "LNI-a", "LNI-b") if name in config.learners and config.curve_users)
+    total += sum(1 for name in ("LI", "LNI", "LNI-b") if name in config.learners and config.curve_users)
     done = 0
 
     def log(line: str) -> None:
@@ -72,7 +72,7 @@ async def separation(factory: OracleFactory, args: ExperimentArgs) -> Experiment
 register_experiment(
     "separation",
     separation,
-    description="users needed vs d: LI/LNI-a/LNI-b on MASKED-PARITY, central/local PARITY (many seeded populations)",
+    description="users needed vs d with 95 % intervals: LI against the fair LNI on MASKED-PARITY (d ≤ 24), central/local PARITY",
     default_users=None,
     needs_factory=True,
     takes_options=True,

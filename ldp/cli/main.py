@@ -290,6 +290,11 @@ def _parser() -> argparse.ArgumentParser:
     clients.add_argument("--budget", type=_epsilon_type("budget epsilon"), default=None, help="the users' per-user budget ε (required with --data; a cap with --population)")
     clients.add_argument("--key-file", type=_existing_file("the key file"), metavar="F", help="32 random bytes: the secret key of report randomness (default: from the spec's seed, or fresh)")
     clients.add_argument("--ledger", type=_ledger_path, metavar="PATH", help="a durable SQLite ledger (survives restarts; default: in memory)")
+    clients.add_argument(
+        "--one-load-ledgers",
+        action="store_true",
+        help="standby sweeps: drop a population's in-memory ledgers when the next is loaded, and refuse to load it again",
+    )
     clients.add_argument("--tls", type=_existing_dir("the --tls directory"), metavar="DIR", help="connect over TLS with the files in DIR (ca.pem, and client-NAME.* or the token)")
     clients.add_argument("--client-name", metavar="NAME", help="with --tls: this machine's client certificate DIR/client-NAME.pem (mTLS)")
     clients.add_argument("--token-file", type=_existing_file("the token file"), metavar="F", help="with --tls: the enrolment token (token mode)")
@@ -587,7 +592,8 @@ def _client_config(ns: argparse.Namespace) -> Any:
 
         seal_key = seal_key_file(ns.seal_key_file)
     return ClientConfig(
-        population=population, data_path=ns.data, schema_path=ns.schema, budget=ns.budget, report_key=key, ledger_path=ns.ledger, seal_key=seal_key
+        population=population, data_path=ns.data, schema_path=ns.schema, budget=ns.budget, report_key=key, ledger_path=ns.ledger, seal_key=seal_key,
+        ledgers="one_load" if ns.one_load_ledgers else "keep",
     )
 
 

@@ -9,7 +9,7 @@ Pr_{(x,y)~D}[h(x) ≠ y] exactly (closed form or enumeration); learners and the 
 see it.
 
 Classes: PARITY (§3.2, labels in {0,1}), MASKED-PARITY (§5, features (x, i, b), labels ±1,
-d a power of 2), POINT and THRESHOLD on {0,1}^d (labels in {0,1}), CONJUNCTION of literals.
+any d ≥ 2; KLNRS take a power of 2), POINT and THRESHOLD on {0,1}^d (labels in {0,1}), CONJUNCTION of literals.
 Optional label noise (each label flipped w.p. η) gives the agnostic setting (Definition 3.2).
 """
 
@@ -212,16 +212,30 @@ def _feature_fields(schema: Schema) -> tuple[Field, ...]:
 
 @dataclass(frozen=True)
 class Uniform(Distribution):
-    """Every feature column uniform over its field's range, independently."""
+    """Every feature column uniform over its field's range, independently.
+
+    A column with k > 2 values takes ⌊u·k⌋ of one uniform draw u; a {0,1} field takes its bits
+    64 at a time from one 64-bit draw (bit 63 − j for column j), so x ∈ {0,1}^24 costs one AES
+    block per user instead of 24 (records are a function of (seed, user) all the same)."""
 
     def sample(self, schema: Schema, randomness: UserRandomness, target: Concept) -> np.ndarray:
-        cols = []
-        draw = 0
+        out = np.empty((len(randomness.users), schema.width - schema.fields[-1].length), dtype=np.int16)
+        column = draw = 0
         for f in _feature_fields(schema):
+            if f.cardinality == 2:
+                for lo in range(0, f.length, 64):
+                    take = min(64, f.length - lo)
+                    # big-endian bytes, unpacked most significant bit first: column j = bit 63 − j
+                    bits = np.unpackbits(randomness.bits(draw).astype(">u8").view(np.uint8).reshape(-1, 8), axis=1, count=take)
+                    out[:, column : column + take] = f.low + f.step * bits
+                    draw += 1
+                    column += take
+                continue
             for _ in range(f.length):
-                cols.append(f.low + f.step * np.minimum((randomness.uniform(draw) * f.cardinality).astype(np.int64), f.cardinality - 1))
+                out[:, column] = f.low + f.step * np.minimum((randomness.uniform(draw) * f.cardinality).astype(np.int64), f.cardinality - 1)
                 draw += 1
-        return np.stack(cols, axis=1).astype(np.int16)
+                column += 1
+        return out
 
     def probabilities(self, schema: Schema, features: np.ndarray, target: Concept) -> np.ndarray:
         size = math.prod(f.cardinality**f.length for f in _feature_fields(schema))
@@ -312,8 +326,10 @@ class ConceptClass:
             raise UnknownKindError(f"unknown concept class {self.name!r}; known: {sorted(_SCHEMAS)}")
         if self.d < 1:
             raise ParameterError(f"{self.name}: d must be ≥ 1, got {self.d}")
-        if self.name == "masked_parity" and (self.d < 2 or self.d & (self.d - 1)):
-            raise ParameterError(f"masked_parity: d must be a power of 2 and ≥ 2 (KLNRS §5), got {self.d}")
+        if self.name == "masked_parity" and not 2 <= self.d <= 62:
+            # KLNRS §5 take d a power of 2 so that i is log d uniform bits; i is a field with d
+            # values here, so any d ≥ 2 gives the same class (≤ 62: candidates index an int64).
+            raise ParameterError(f"masked_parity: d must be in [2, 62] (KLNRS §5), got {self.d}")
         if self.name == "threshold" and self.d > 62:
             raise ParameterError(f"threshold: d must be ≤ 62, got {self.d}")
         object.__setattr__(self, "schema", _SCHEMAS[self.name](self.d))

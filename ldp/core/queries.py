@@ -7,8 +7,10 @@ over records. Every query declares its bound b and, when finite, the set of valu
 (randomized response needs the latter, the exact audit enumerates it).
 
 Kinds: ``field`` (one column of a field, e.g. a bit of x), ``label``, ``conjunction`` of
-literals, ``parity`` (−1)^⟨m, x⟩ over chosen bits, ``product`` and ``affine`` combinations, and
-``record`` (the whole row, for randomizers that randomize a record once).
+literals, ``parity`` (−1)^⟨m, x⟩ over chosen bits, ``bent`` (the inner-product bent function),
+``user_parity`` (a per-user family: each group of users gets its own parity, for non-interactive
+rounds that ask 2^d questions at once), ``product`` and ``affine`` combinations, and ``record``
+(the whole row, for randomizers that randomize a record once).
 """
 
 from __future__ import annotations
@@ -34,6 +36,10 @@ __all__ = [
     "label_query",
     "conjunction",
     "parity",
+    "bent",
+    "user_parity",
+    "user_parity_groups",
+    "user_parity_candidate",
     "product",
     "affine",
     "record_query",
@@ -107,8 +113,11 @@ class Query(ABC):
         """The sorted finite set of values g can take, or None when it is not small and finite."""
 
     @abstractmethod
-    def evaluate(self, records: np.ndarray) -> np.ndarray:
-        """g(z) for each row of ``records`` (shape (n, width)) → float64 array of shape (n,)."""
+    def evaluate(self, records: np.ndarray, users: np.ndarray | None = None) -> np.ndarray:
+        """g(z) for each row of ``records`` (shape (n, width)) → float64 array of shape (n,).
+
+        ``users`` (the row's user ids) matters only to a per-user family such as
+        ``user_parity``; every other kind ignores it."""
 
     @property
     def width(self) -> int:
@@ -184,7 +193,7 @@ class FieldQuery(Query):
     def values(self) -> np.ndarray:
         return self.field.values().astype(np.float64)
 
-    def evaluate(self, records: np.ndarray) -> np.ndarray:
+    def evaluate(self, records: np.ndarray, users: np.ndarray | None = None) -> np.ndarray:
         return records[:, self.column].astype(np.float64)
 
 
@@ -234,7 +243,7 @@ class ConjunctionQuery(Query):
     def values(self) -> np.ndarray:
         return np.array([0.0, 1.0])
 
-    def evaluate(self, records: np.ndarray) -> np.ndarray:
+    def evaluate(self, records: np.ndarray, users: np.ndarray | None = None) -> np.ndarray:
         out = np.ones(len(records), dtype=bool)
         for column, value, equal in self.literals:
             hit = records[:, column] == value
@@ -242,8 +251,24 @@ class ConjunctionQuery(Query):
         return out.astype(np.float64)
 
 
+class _SignOrBitQuery(Query):
+    """A query whose value is a bit β: the sign (−1)^β (``output="sign"``) or β itself ("bit")."""
+
+    output: str = "sign"
+
+    @property
+    def bound(self) -> float:
+        return 1.0
+
+    def values(self) -> np.ndarray:
+        return np.array([0.0, 1.0]) if self.output == "bit" else np.array([-1.0, 1.0])
+
+    def _signed(self, bits: np.ndarray) -> np.ndarray:
+        return bits.astype(np.float64) if self.output == "bit" else 1.0 - 2.0 * bits
+
+
 @register_query
-class ParityQuery(Query):
+class ParityQuery(_SignOrBitQuery):
     """g(z) = (−1)^⟨m, z[field]⟩ ∈ {−1, +1} over the bits named by ``mask``.
 
     Params: field; mask as a list of indices into the field (empty list: the constant 1).
@@ -261,20 +286,131 @@ class ParityQuery(Query):
         self.columns = np.array([schema.column(field_name, int(j)) for j in mask], dtype=np.int64)
         if len(set(self.columns.tolist())) != len(self.columns):
             raise ParameterError(f"query 'parity': mask indices must be distinct, got {list(mask)}")
-        self.output = _str_param(spec, "output", "sign")
-        if self.output not in ("sign", "bit"):
-            raise ParameterError(f"query 'parity': output must be 'sign' or 'bit', got {self.output!r}")
+        self.output = _sign_or_bit(spec)
 
-    @property
-    def bound(self) -> float:
-        return 1.0
 
-    def values(self) -> np.ndarray:
-        return np.array([0.0, 1.0]) if self.output == "bit" else np.array([-1.0, 1.0])
-
-    def evaluate(self, records: np.ndarray) -> np.ndarray:
+    def evaluate(self, records: np.ndarray, users: np.ndarray | None = None) -> np.ndarray:
         bits = (records[:, self.columns].sum(axis=1) & 1) if len(self.columns) else np.zeros(len(records), np.int64)
-        return bits.astype(np.float64) if self.output == "bit" else 1.0 - 2.0 * bits
+        return self._signed(bits)
+
+
+def _binary_field(spec: QuerySpec, schema: Schema, most: int) -> tuple[slice, int]:
+    """The columns of a {0,1} field named by ``spec.params["field"]`` (default "x"), ≤ ``most`` long."""
+    name = _str_param(spec, "field", "x")
+    f = schema.field(name)
+    if (f.low, f.high, f.step) != (0, 1, 1):
+        raise ParameterError(f"query {spec.name!r}: field {name!r} must take the values 0 and 1, it takes {f.values().tolist()[:8]}")
+    if f.length > most:
+        raise ParameterError(f"query {spec.name!r}: field {name!r} has {f.length} bits; at most {most} are allowed")
+    return schema.columns(name), f.length
+
+
+def _pack_bits(columns: np.ndarray) -> np.ndarray:
+    """Each row's {0,1} columns as one int64 (column 0 the most significant bit; ≤ 62 columns),
+    one pass per column: no (n × L) int64 copy of the records."""
+    packed = np.zeros(len(columns), dtype=np.int64)
+    width = columns.shape[1]
+    for k in range(width):
+        packed |= columns[:, k].astype(np.int64) << (width - 1 - k)
+    return packed
+
+
+def _sign_or_bit(spec: QuerySpec) -> str:
+    output = _str_param(spec, "output", "sign")
+    if output not in ("sign", "bit"):
+        raise ParameterError(f"query {spec.name!r}: output must be 'sign' or 'bit', got {output!r}")
+    return output
+
+
+@register_query
+class BentQuery(_SignOrBitQuery):
+    """g(z) = (−1)^{Σ_k x_k·x_{k+L/2}}: the inner-product (Maiorana–McFarland) bent function on a
+    {0,1} field x of even length L. Every Walsh coefficient has magnitude exactly 2^{−L/2}, so one
+    such query correlates equally with *all* 2^L parities: the query family that refutes the
+    "one r per query" step of KLNRS Theorem 5.1 (docs/theorem51.md). Params: field (default "x"),
+    output ("sign" or "bit")."""
+
+    name = "bent"
+
+    def __init__(self, spec: QuerySpec, schema: Schema) -> None:
+        super().__init__(spec, schema)
+        self.columns, length = _binary_field(spec, schema, most=124)  # each half packs into an int64
+        if length % 2:
+            raise ParameterError(f"query 'bent': bent functions exist only on an even number of bits; field has {length}")
+        self.half = length // 2
+        self.output = _sign_or_bit(spec)
+
+
+    def evaluate(self, records: np.ndarray, users: np.ndarray | None = None) -> np.ndarray:
+        x = records[:, self.columns]
+        bits = np.bitwise_count(_pack_bits(x[:, : self.half]) & _pack_bits(x[:, self.half :])) & 1
+        return self._signed(bits)
+
+
+def user_parity_groups(count: int, candidates: int) -> np.ndarray:
+    """Boundaries of ``candidates`` consecutive groups that split ``count`` users as evenly as
+    possible (the first ``count mod candidates`` groups get one user more; with fewer users than
+    candidates the last ones get none): group c is users ``start + bounds[c] .. start + bounds[c+1] − 1``."""
+    count, candidates = int(count), int(candidates)
+    if count < 0 or candidates < 1:
+        raise ParameterError(f"user_parity_groups: need count ≥ 0 and candidates ≥ 1, got {count}, {candidates}")
+    base, extra = divmod(count, candidates)
+    c = np.arange(candidates + 1, dtype=np.int64)
+    return c * base + np.minimum(c, extra)
+
+
+def user_parity_candidate(offsets: np.ndarray, count: int, candidates: int) -> np.ndarray:
+    """The group (candidate index) of each user at ``offsets`` (= user − start) in the split of
+    ``user_parity_groups``; the inverse of its boundaries, computed without a table."""
+    base, extra = divmod(int(count), int(candidates))
+    offsets = np.asarray(offsets, dtype=np.int64)
+    if base == 0:
+        return offsets
+    wide = extra * (base + 1)  # users in the groups that have one more
+    return np.where(offsets < wide, offsets // (base + 1), extra + (offsets - wide) // base)
+
+
+@register_query
+class UserParityQuery(_SignOrBitQuery):
+    """A per-user family of parities: user u ∈ [start, start + count) gets the candidate vector
+    r(u) ∈ {0,1}^L, the L-bit binary expansion (x's bit 0 first) of its group in the even split of
+    ``user_parity_groups(count, 2^L)``, and answers (−1)^⟨r(u), x⟩ (or the bit, ``output="bit"``).
+
+    One request then asks 2^L different non-adaptive questions, one per group of users: the
+    non-interactive local model lets every user run a randomizer of its own, fixed before any
+    report (KLNRS Definition 4.4: LR_z(i, R) names the user i and its randomizer R), and this sends them in one message instead of 2^L requests.
+    The value any one user reports about still depends on its own record alone, so a randomizer
+    over it is exactly as private as over a fixed ``parity``. Params: field (default "x", at most
+    62 bits), start, count, output. Needs the users' ids: it is not a statistical query."""
+
+    name = "user_parity"
+
+    def __init__(self, spec: QuerySpec, schema: Schema) -> None:
+        super().__init__(spec, schema)
+        self.columns, self.bits = _binary_field(spec, schema, most=62)
+        self.start = _int_param(spec, "start")
+        self.count = _int_param(spec, "count")
+        if self.start < 0 or self.count < 1 or self.start + self.count > 2**62:
+            raise ParameterError(f"query 'user_parity': need start ≥ 0 and 1 ≤ count (start + count ≤ 2^62), got start={self.start}, count={self.count}")
+        self.output = _sign_or_bit(spec)
+
+
+    def candidates(self, users: np.ndarray) -> np.ndarray:
+        """Each user's candidate index c (its vector r is the binary expansion of c)."""
+        offsets = np.asarray(users, dtype=np.int64) - self.start
+        if offsets.size and (offsets.min() < 0 or offsets.max() >= self.count):
+            raise ParameterError(f"query 'user_parity' is defined for users {self.start}..{self.start + self.count - 1} only")
+        return user_parity_candidate(offsets, self.count, 2**self.bits)
+
+    def evaluate(self, records: np.ndarray, users: np.ndarray | None = None) -> np.ndarray:
+        if users is None:
+            raise ParameterError("query 'user_parity' is a per-user family (a local round's assignment), not a statistical query: it needs the users' ids")
+        if len(users) != len(records):
+            raise ParameterError(f"query 'user_parity': {len(users)} user ids for {len(records)} records")
+        c = self.candidates(users)
+        packed = _pack_bits(records[:, self.columns])  # x's bit 0 is the most significant, as in c
+        bits = np.bitwise_count(packed & c) & 1
+        return self._signed(bits)
 
 
 def _subqueries(spec: QuerySpec, schema: Schema, key: str) -> list[Query]:
@@ -312,10 +448,10 @@ class ProductQuery(Query):
     def values(self) -> np.ndarray | None:
         return _combine_values([q.values() for q in self.factors], math.prod)
 
-    def evaluate(self, records: np.ndarray) -> np.ndarray:
+    def evaluate(self, records: np.ndarray, users: np.ndarray | None = None) -> np.ndarray:
         out = np.ones(len(records), dtype=np.float64)
         for q in self.factors:
-            out *= q.evaluate(records)
+            out *= q.evaluate(records, users)
         return out
 
 
@@ -344,8 +480,8 @@ class AffineQuery(Query):
         inner = self.inner.values()
         return None if inner is None else np.unique(self.scale * inner + self.offset)
 
-    def evaluate(self, records: np.ndarray) -> np.ndarray:
-        return self.scale * self.inner.evaluate(records) + self.offset
+    def evaluate(self, records: np.ndarray, users: np.ndarray | None = None) -> np.ndarray:
+        return self.scale * self.inner.evaluate(records, users) + self.offset
 
 
 @register_query
@@ -366,7 +502,7 @@ class RecordQuery(Query):
     def values(self) -> None:
         return None
 
-    def evaluate(self, records: np.ndarray) -> np.ndarray:
+    def evaluate(self, records: np.ndarray, users: np.ndarray | None = None) -> np.ndarray:
         return records
 
 
@@ -456,6 +592,26 @@ def parity(mask: Sequence[int] | np.ndarray, field: str = "x", output: str = "si
     if output not in ("sign", "bit"):
         raise ParameterError(f"parity: output must be 'sign' or 'bit', got {output!r}")
     return QuerySpec("parity", {"field": _identifier("parity: field", field), "mask": indices, "output": output})
+
+
+def bent(field: str = "x", output: str = "sign") -> QuerySpec:
+    """(−1)^{Σ_k x_k x_{k+L/2}} over a {0,1} field of even length L (every Walsh coefficient ±2^{−L/2})."""
+    if output not in ("sign", "bit"):
+        raise ParameterError(f"bent: output must be 'sign' or 'bit', got {output!r}")
+    return QuerySpec("bent", {"field": _identifier("bent: field", field), "output": output})
+
+
+def user_parity(start: int, count: int, field: str = "x", output: str = "sign") -> QuerySpec:
+    """Users start..start+count−1, split evenly into 2^L groups; group c answers the parity
+    (−1)^⟨r_c, x⟩ with r_c the binary expansion of c (``UserParityQuery``)."""
+    if output not in ("sign", "bit"):
+        raise ParameterError(f"user_parity: output must be 'sign' or 'bit', got {output!r}")
+    count = _index("user_parity: count", count)
+    if count < 1:
+        raise ParameterError(f"user_parity: count must be ≥ 1, got {count}")
+    return QuerySpec(
+        "user_parity", {"field": _identifier("user_parity: field", field), "start": _index("user_parity: start", start), "count": count, "output": output}
+    )
 
 
 def product(*factors: QuerySpec) -> QuerySpec:

@@ -1305,16 +1305,18 @@ class LocalRandomizer:
     def report_width(self) -> int:
         return self.query.width
 
-    def inputs(self, records: np.ndarray) -> np.ndarray:
+    def inputs(self, records: np.ndarray, users: np.ndarray | None = None) -> np.ndarray:
         """The randomizer's inputs g(z_i), checked by ``randomizer.check_inputs`` (a bad value is a
         ParameterError naming it; bounded inputs are clipped to [−b, b]): privacy must not depend
-        on the query keeping its word. Call it for all users *before* charging any."""
-        return self.randomizer.check_inputs(self.query.evaluate(records))
+        on the query keeping its word. ``users`` are the rows' user ids (a per-user family such as
+        ``user_parity`` needs them). Call it for all users *before* charging any."""
+        return self.randomizer.check_inputs(self.query.evaluate(records, users))
 
     def sample(self, inputs: np.ndarray, randomness: UserRandomness) -> np.ndarray:
         """Each user's report from its checked input (``inputs``); does not raise on those."""
         return self.randomizer.sample(inputs, randomness).astype(self.report_dtype, copy=False)
 
     def apply(self, records: np.ndarray, randomness: UserRandomness) -> np.ndarray:
-        """Each user's report: R(z_i) for every row of ``records`` (``inputs`` then ``sample``)."""
-        return self.sample(self.inputs(records), randomness)
+        """Each user's report: R(z_i) for every row of ``records`` (``inputs`` then ``sample``);
+        the rows belong to ``randomness.users``."""
+        return self.sample(self.inputs(records, np.asarray(randomness.users, dtype=np.int64)), randomness)

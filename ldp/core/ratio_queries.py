@@ -78,7 +78,7 @@ class RatioQuery(Query):
     def values(self) -> None:
         return None
 
-    def evaluate(self, records: np.ndarray) -> np.ndarray:
+    def evaluate(self, records: np.ndarray, users: np.ndarray | None = None) -> np.ndarray:
         ratio = np.exp(np.clip(self.log_r(records) - self.log_r0, -self.epsilon, self.epsilon))
         return (ratio - 1.0) / self.scale
 

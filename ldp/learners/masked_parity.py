@@ -2,7 +2,9 @@
 non-interactive one without exponentially many users.
 
 c_{r,a}(x, i, b) = (−1)^{⟨r,x⟩+a} if b = 0, (−1)^{r_i} if b = 1; x uniform in {0,1}^d, i uniform in
-[0, d−1], b uniform (records: x, i, b, y with y ∈ {−1, +1}).
+[0, d−1], b uniform (records: x, i, b, y with y ∈ {−1, +1}). KLNRS take d a power of 2 so that i
+is log d bits of a uniform string; here i is a field with d values, so any d ≥ 2 works (the
+separation sweep uses d = 20 and 24).
 
 Learners
 --------
@@ -12,37 +14,46 @@ Learners
   Step 1: g_j = 1[i = j ∧ b = 1 ∧ y = −1], j < d, tolerance τ < 1/(4d): E[g_j] = r_j/(2d)
   (the paper prints "1/2^d"; it is 1/(2d)), so r_j = 1[answer > 1/(4d)].
   Step 2: g_d = 1[b = 0 ∧ y ≠ (−1)^{⟨r,x⟩}], τ < 1/4: E[g_d] = a/2, so a = 1[answer > 1/4].
-* ``learn_masked_parity_interactive(lr, d, ε)`` — the same protocol written directly against an
-  ``LROracle`` for a *given* number of users n (what the separation search varies): round 1 asks d
-  disjoint groups of m1 users for g_j through binary randomized response, round 2 asks m2 fresh
-  users for g_d. The thresholds are 1/(4d) and 1/4, so group sizes are split m1 : m2 = d² : 1
-  (equal signal-to-noise per decision): m1 = ⌊n·d²/(d³+1)⌋. Users needed: Θ(d³/ε²) (times log d).
-* ``learn_masked_parity_lni_candidates`` (LNI (a)) — one non-interactive round that fixes every
-  query in advance: the d bit queries plus the a-query g_d^{(r')} for K candidate vectors r',
-  each on its own group. K is as large as the population affords (a group of ``a_query_group``
-  users per candidate after the bit groups); candidates are a uniformly random, data-independent
-  set. If the estimated r is a candidate, a is read from its group; otherwise a is a fair coin.
-  It learns only once K = 2^d, i.e. with ≈ (d³ + 2^d)·m users: exponential in d.
-* ``learn_masked_parity_lni_record`` (LNI (b)) — every user randomizes its whole record once
-  (``record_rr``: k-ary RR per column with ε/(d+3)); the aggregator then computes unbiased
-  estimates of anything it likes by inverting the per-column channels. r_j comes from the
-  (i, y) marginal: E[y·1[i=j]] = (−1)^{r_j}/(2d) when r ≠ 0 (2 columns); a needs E[y·(−1)^{⟨r,x⟩}] = (−1)^a/2 (r ≠ 0), a product over
-  |r| + 1 columns whose unbiased estimator is scaled by 1/(p−q)^{|r|+1} with
-  p − q = tanh(ε/(2(d+3))) ≈ ε/(2(d+3)): users needed ≈ (2(d+3)/ε)^{2(|r|+1)}, i.e. d^{Θ(d)}.
+* ``learn_masked_parity_interactive(lr, d, ε)`` (LI) — the same protocol written directly against
+  an ``LROracle`` for a *given* number of users n (what the separation search varies): round 1
+  asks d disjoint groups of m1 users for g_j through binary randomized response, round 2 asks m2
+  fresh users for g_d. The thresholds are 1/(4d) and 1/4, so group sizes are split
+  m1 : m2 = d² : 1 (equal signal-to-noise per decision): m1 = ⌊n·d²/(d³+1)⌋. Users needed:
+  Θ(d³ log d/ε²).
+* ``learn_masked_parity_lni(lr, d, ε, rng)`` (LNI) — the fair one-round learner, the strongest
+  non-interactive one we know: one round of the d bit queries and the a-query of *every* one of
+  the 2^d candidates r (``a_query_family``: one request, users split evenly over the candidates),
+  sized by ``lni_plan``, which picks the bit-group size that maximizes the predicted success.
+  Only the a-group of the estimated r is read, so each group needs only the margin of one
+  decision: ≈ 60 users per candidate for 95 % at ε = 1, n ≈ 60·2^d at large d. Putting all the
+  a-users on a single bent query instead (``ldp.learners.theorem51.bent_query``) costs the same:
+  its correlation with each parity is 2^{−d/2}, so it needs 2^d times the users of one group.
+* ``learn_masked_parity_lni_record`` (LNI-b) — a *generic release*, not a witness of the
+  separation: every user randomizes its whole record once (``record_rr``: k-ary RR per column
+  with ε/(d+3)), and the aggregator reads r and a off unbiased product estimators. r_j comes
+  from the (i, y) marginal (2 columns); a needs E[y·(−1)^{⟨r,x⟩}] = (−1)^a/2 (r ≠ 0), a product over
+  |r| + 1 columns scaled by 1/(p−q)^{|r|+1} with p − q ≈ ε/(2(d+3)): users needed
+  ≈ (2(d+3)/ε)^{2(|r|+1)}, i.e. d^{Θ(d)}. It fails already at d = 2 and 4, where LNI succeeds
+  with about a thousand users, because it splits ε over d + 3 columns — its failure says nothing
+  about interaction.
 
-Why the non-interactive learners fail (Theorem 5.1): a query fixed before any answer cannot
-depend on r, and on the b = 0 half the 2^{d+1} concepts are ± orthogonal parities: a query g
-correlates (beyond τ) with c_{r,·} for at most one r, so each non-adaptive query rules out at most
-the two pairs (r, 0), (r, 1). Learning a therefore takes ≥ 2^d − 1 queries, i.e. (Lemma 4.3 /
-Lemma 4.4) exponentially many users. LNI (a) pays for all of them; LNI (b) spreads ε over the
-record, and the information about a sits in a (d+2)-column interaction whose signal decays like
-(ε/(d+3))^{|r|+1}. Both output a coin for a below that — error ≈ 1/4 on average (1/2 on the b = 0
-half).
+Why every non-interactive learner needs ≈ 2^d users (KLNRS Theorem 5.1, corrected; the derivation
+is in docs/theorem51.md and ``ldp.learners.theorem51``). The paper argues that each non-adaptive
+query "correlates beyond τ with at most one r"; that is false for τ < 1/4 (a bent query
+correlates 2^{−d/2} with every parity, and at d = 16 seventeen queries at τ = 9·10^-4 ≥ 2^{−2d/3}
+learn every target). What is true: a query separates (r, 0) from (r, 1) for fewer than 1/(16τ²)
+vectors r (Parseval), and for a local randomizer the sum over r of the χ² divergences between
+(r, 0) and (r, 1) is at most (e^ε − 1)²/4 per user. A non-interactive protocol's users answer
+randomizers fixed in advance, so Bretagnolle–Huber over the 2^d vectors gives
+n ≥ 4·2^d·ln(1/(4β))/(e^ε − 1)² (``ldp.learners.theorem51.lni_users_lower_bound``). An
+interactive protocol escapes it: round 2's randomizer depends on r.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from functools import lru_cache
 from typing import Sequence
 
 import numpy as np
@@ -50,11 +61,11 @@ from scipy.stats import norm
 
 from ldp.core.concepts import MaskedParityConcept, concept_class
 from ldp.core.errors import ParameterError
-from ldp.core.queries import QuerySpec, affine, conjunction, label_query, parity, product, record_query
+from ldp.core.queries import QuerySpec, affine, conjunction, label_query, parity, product, record_query, user_parity, user_parity_groups
 from ldp.core.schema import Schema
 from ldp.core.randomizers import BinaryRandomizedResponse, LocalRandomizer, RandomizerSpec, RecordRandomizedResponse
-from ldp.local.messages import SessionKind
-from ldp.local.oracle import LROracle
+from ldp.local.messages import SessionKind, Status
+from ldp.local.oracle import LROracle, Reports
 from ldp.local.session import Request, Session
 from ldp.learners.results import LearnerResult
 from ldp.sq.bounds import users_per_query
@@ -65,11 +76,14 @@ __all__ = [
     "a_query",
     "learn_masked_parity_sq",
     "learn_masked_parity_interactive",
-    "learn_masked_parity_lni_candidates",
+    "a_query_family",
+    "learn_masked_parity_lni",
     "learn_masked_parity_lni_record",
     "li_allocation",
-    "lni_candidates_plan",
-    "a_query_group",
+    "LNIPlan",
+    "lni_plan",
+    "lni_success",
+    "lni_users_for",
     "li_lemma43_users",
     "lni_lemma43_users",
     "TOLERANCE_MARGIN",
@@ -91,8 +105,8 @@ def a_query(r: Sequence[int] | np.ndarray) -> QuerySpec:
 
 
 def _check_d(d: int) -> int:
-    if d < 2 or d & (d - 1):
-        raise ParameterError(f"MASKED-PARITY needs d a power of 2 and ≥ 2 (KLNRS §5), got d={d}")
+    if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or not 2 <= d <= 62:
+        raise ParameterError(f"MASKED-PARITY needs an integer d in [2, 62], got d={d!r}")
     return int(d)
 
 
@@ -191,47 +205,104 @@ async def learn_masked_parity_interactive(
     )
 
 
-def a_query_group(d: int, epsilon: float, beta: float = 0.1) -> int:
-    """Users per query group that make a binary-RR decision at margin 1/4 fail w.p. ≤ β/(d + 2^d)
-    (normal approximation; the per-report estimator has variance ≤ 1/(4(p−q)²))."""
+def a_query_family(start: int, count: int) -> QuerySpec:
+    """The a-query g_d^{(r)} for *every* r at once: users start..start+count−1 are split evenly
+    into 2^d groups and group c asks g_d^{(r_c)}, r_c the binary expansion of c (``user_parity``)."""
+    return product(conjunction(("b", 0, 0)), affine(product(label_query(), user_parity(start, count)), -0.5, 0.5))
+
+
+def _rr_sd(epsilon: float, mean: float) -> float:
+    """Standard deviation of one debiased binary-RR report of a {0,1} value with mean ``mean``."""
+    p = math.exp(epsilon) / (1.0 + math.exp(epsilon))
+    w = (1.0 - p) + (2.0 * p - 1.0) * mean  # Pr[report 1]
+    return math.sqrt(w * (1.0 - w)) / (2.0 * p - 1.0)
+
+
+def _miss(margin: float, m: np.ndarray, sd: float) -> np.ndarray:
+    """Normal approximation of Pr[mean of m reports lands past the threshold at ``margin``]."""
+    m = np.asarray(m, dtype=np.float64)
+    with np.errstate(divide="ignore"):
+        z = np.where(m > 0, margin * np.sqrt(m) / sd, 0.0)
+    return np.asarray(norm.sf(z))
+
+
+@dataclass(frozen=True)
+class LNIPlan:
+    """How the fair one-round learner spends n users: d bit groups of ``m_bit`` users, then the
+    remaining ``a_users`` split evenly over all 2^d candidate a-groups (``user_parity_groups``);
+    ``predicted_success`` is the normal-approximation success probability the split maximizes."""
+
+    d: int
+    n: int
+    m_bit: int
+    a_users: int
+    predicted_success: float
+
+    @property
+    def users(self) -> int:
+        return self.d * self.m_bit + self.a_users
+
+
+def lni_success(d: int, epsilon: float, m_bit: np.ndarray | int, a_users: np.ndarray | int) -> np.ndarray:
+    """Predicted Pr[exact target] of the fair LNI learner (normal approximation, uniform target):
+    every bit decision right (E[g_j] ∈ {0, 1/(2d)}, threshold 1/(4d)) times the a decision of the
+    target's own group right (E ∈ {0, 1/2}, threshold 1/4; a group of 0 users is a coin)."""
+    m_bit = np.asarray(m_bit, dtype=np.float64)
+    a_users = np.asarray(a_users, dtype=np.int64)
+    bit_miss = 0.5 * (_miss(1 / (4 * d), m_bit, _rr_sd(epsilon, 0.0)) + _miss(1 / (4 * d), m_bit, _rr_sd(epsilon, 1 / (2 * d))))
+    base, extra = np.divmod(a_users, 2**d)
+    big = extra / 2.0**d  # fraction of candidates with one user more
+
+    def a_miss(m: np.ndarray) -> np.ndarray:
+        miss = 0.5 * (_miss(0.25, m, _rr_sd(epsilon, 0.0)) + _miss(0.25, m, _rr_sd(epsilon, 0.5)))
+        return np.where(m > 0, miss, 0.5)
+
+    a_ok = big * (1 - a_miss(base + 1)) + (1 - big) * (1 - a_miss(base))
+    return (1 - bit_miss) ** d * a_ok
+
+
+@lru_cache(maxsize=4096)
+def lni_plan(n: int, d: int, epsilon: float) -> LNIPlan:
+    """The split of n users that maximizes ``lni_success``: the strongest sizing of the fair
+    one-round learner we derived (its only free choice is m_bit; all users are used).
+
+    Only one a-group is ever read (the estimated r's), so unlike a union bound over all d + 2^d
+    decisions, the a-groups need only the per-decision margin: m_a ≈ 16 σ² z² with σ² ≤ 1.17 at
+    ε = 1 — about 60 users per candidate for 95 % at ε = 1, i.e. n ≈ 60·2^d at large d."""
     d = _check_d(d)
-    p = 1.0 / (1.0 + math.exp(-epsilon))
-    sigma2 = 1.0 / (4.0 * (2 * p - 1) ** 2)
-    z = float(norm.isf(beta / (2.0 * (d + 2.0**d))))
-    return max(1, math.ceil(z * z * sigma2 / 0.25**2))
-
-
-def lni_candidates_plan(n: int, d: int, epsilon: float, beta: float = 0.1) -> tuple[int, int, int]:
-    """(K, m_bit, m_a) for LNI (a): K candidates, d bit groups of m_bit, K a-groups of m_a.
-
-    With unit u = ``a_query_group``: K = min(2^d, ⌊n/u⌋ − d³) (at least 1), then the n users are
-    split d² : 1 between each bit group and each a-group (as in the interactive learner).
-    """
-    d = _check_d(d)
+    n = int(n)
     if n < d + 1:
-        raise ParameterError(f"LNI (a) needs ≥ d + 1 = {d + 1} users, got {n}")
-    u = a_query_group(d, epsilon, beta)
-    k = int(min(2**d, max(1, n // u - d**3)))
-    unit = n // (d**3 + k)
-    if unit >= 1:
-        m_bit, m_a = d * d * unit, unit
-    else:  # fewer users than weights: one a-group of ≥ 1, the rest to the bits
-        k, m_a = 1, 1
-        m_bit = max(1, (n - 1) // d)
-    while d * m_bit + k * m_a > n:
-        m_bit -= 1
-    return k, m_bit, m_a
+        raise ParameterError(f"the one-round MASKED-PARITY learner needs ≥ d + 1 = {d + 1} users, got {n}")
+    top = (n - 1) // d
+    grid = np.unique(np.concatenate([np.geomspace(1, top, num=min(top, 400)).astype(np.int64), [1, top]]))
+    success = lni_success(d, epsilon, grid, n - d * grid)
+    best = int(np.argmax(success))
+    lo, hi = int(grid[max(best - 1, 0)]), int(grid[min(best + 1, len(grid) - 1)])
+    fine = np.arange(lo, hi + 1, max(1, (hi - lo) // 400), dtype=np.int64)
+    fine_success = lni_success(d, epsilon, fine, n - d * fine)
+    k = int(np.argmax(fine_success))
+    return LNIPlan(d, n, int(fine[k]), int(n - d * fine[k]), float(fine_success[k]))
 
 
-def _candidates(d: int, k: int, rng: np.random.Generator) -> np.ndarray:
-    if k >= 2**d:
-        ints = np.arange(2**d)
-    else:
-        ints = np.sort(rng.choice(2**d, size=k, replace=False))
-    return ((ints[:, None] >> np.arange(d - 1, -1, -1)) & 1).astype(np.int64)
+def lni_users_for(d: int, epsilon: float, success: float = 0.95) -> int:
+    """The smallest n (to 1 %) whose ``lni_plan`` predicts ``success``: the prediction the
+    measured search is compared with."""
+    lo, hi = d + 1, d + 1
+    while lni_plan(hi, d, epsilon).predicted_success < success:
+        lo, hi = hi, hi * 2
+    while hi > lo * 1.01 + 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if lni_plan(mid, d, epsilon).predicted_success < success else (lo, mid)
+    return hi
 
 
-async def learn_masked_parity_lni_candidates(
+def _group_values(reports: Reports, lo: int, hi: int) -> np.ndarray:
+    """The answered reports of users lo..hi−1 of one request."""
+    answered = reports.users[reports.status == Status.ANSWERED]
+    return reports.values[(answered >= lo) & (answered < hi)]
+
+
+async def learn_masked_parity_lni(
     lr: LROracle,
     d: int,
     epsilon: float,
@@ -239,41 +310,49 @@ async def learn_masked_parity_lni_candidates(
     *,
     users: int | None = None,
     first_user: int = 0,
-    beta: float = 0.1,
-    name: str = "masked-parity-LNI-a",
+    name: str = "masked-parity-LNI",
 ) -> LearnerResult:
-    """LNI (a): one NON_INTERACTIVE round of d bit queries + a-queries for K fixed candidates."""
+    """The fair one-round learner: ONE non-interactive round of the d bit queries and the a-query
+    of *every* candidate r (``a_query_family``), sized by ``lni_plan``; a is read from the group of
+    the estimated r. Every user answers one query once with ε."""
     d = _check_d(d)
     n = _users(lr, users, first_user)
-    k, m_bit, m_a = lni_candidates_plan(n, d, epsilon, beta)
-    candidates = _candidates(d, k, rng)  # chosen before any reply: data-independent
+    plan = lni_plan(n, d, float(epsilon))
     requests = [
-        Request.of(range(first_user + j * m_bit, first_user + (j + 1) * m_bit), RandomizerSpec("binary_rr", bit_query(j), epsilon))
+        Request.of(range(first_user + j * plan.m_bit, first_user + (j + 1) * plan.m_bit), RandomizerSpec("binary_rr", bit_query(j), epsilon))
         for j in range(d)
     ]
-    start = first_user + d * m_bit
-    requests += [
-        Request.of(range(start + c * m_a, start + (c + 1) * m_a), RandomizerSpec("binary_rr", a_query(candidates[c]), epsilon))
-        for c in range(k)
-    ]
+    start = first_user + d * plan.m_bit
+    if plan.a_users:
+        requests.append(Request.of(range(start, start + plan.a_users), RandomizerSpec("binary_rr", a_query_family(start, plan.a_users), epsilon)))
     session = Session(lr, SessionKind.NON_INTERACTIVE, name=name)
-    reports = await session.round(requests)
+    reports = await session.round(requests)  # every query fixed before any reply: data-independent
     bits = np.array([_rr_mean(rep.values, epsilon) for rep in reports[:d]])
     r = (bits > 1.0 / (4 * d)).astype(np.int64)
-    hit = np.flatnonzero(np.all(candidates == r[None, :], axis=1))
-    if hit.size:
-        a_est = _rr_mean(reports[d + int(hit[0])].values, epsilon)
-        a, how = int(a_est > 0.25), "candidate"
+    c = int(np.dot(r, 1 << np.arange(d - 1, -1, -1, dtype=np.int64)))
+    bounds = user_parity_groups(plan.a_users, 2**d)
+    group = _group_values(reports[d], start + int(bounds[c]), start + int(bounds[c + 1])) if plan.a_users else np.zeros(0)
+    if len(group):
+        a_est: float | None = _rr_mean(group, epsilon)
+        a, how = int(a_est > 0.25), "group"
     else:
-        a_est, a, how = None, int(rng.integers(0, 2)), "coin"
+        a_est, a, how = None, int(rng.integers(0, 2)), "coin"  # fewer users than candidates: no one was asked about r
     return LearnerResult(
         _concept(r, a),
-        users=d * m_bit + k * m_a,
+        users=plan.users,
         rounds=1,
-        queries=d + k,
+        queries=d + 2**d,
         epsilon=float(epsilon),
-        details={"candidates": k, "m_bit": m_bit, "m_a": m_a, "a_from": how, "a_estimate": a_est, "bit_estimates": bits.tolist()},
-        algorithm="masked-parity-LNI-a",
+        details={
+            "m_bit": plan.m_bit,
+            "a_users": plan.a_users,
+            "group_size": int(len(group)),
+            "predicted_success": plan.predicted_success,
+            "a_from": how,
+            "a_estimate": a_est,
+            "bit_estimates": bits.tolist(),
+        },
+        algorithm="masked-parity-LNI",
         model="local-non-interactive",
     )
 

@@ -17,22 +17,19 @@ candidates (a data-independent random set) and is right with probability ≈ K/2
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
-from scipy.stats import norm
 
 from ldp.core.concepts import ParityConcept
 from ldp.core.errors import ParameterError
-from ldp.core.queries import QuerySpec, affine, label_query, parity, product
+from ldp.core.queries import QuerySpec, affine, label_query, parity, product, user_parity, user_parity_candidate
 from ldp.core.randomizers import BinaryRandomizedResponse, RandomizerSpec
-from ldp.local.messages import SessionKind
+from ldp.local.messages import SessionKind, Status
 from ldp.local.oracle import LROracle
 from ldp.local.session import Request, Session
 from ldp.learners.results import LearnerResult
 from ldp.sq.bounds import users_per_query
 
-__all__ = ["correlation_query", "candidate_group", "learn_parity_local", "parity_local_lemma43_users"]
+__all__ = ["correlation_query", "correlation_family", "learn_parity_local", "parity_local_lemma43_users"]
 
 
 def correlation_query(r: np.ndarray) -> QuerySpec:
@@ -41,20 +38,11 @@ def correlation_query(r: np.ndarray) -> QuerySpec:
     return affine(product(signed_label, parity(np.asarray(r, dtype=bool))), 0.5, 0.5)
 
 
-def candidate_group(d: int, epsilon: float, beta: float = 0.1) -> int:
-    """Users per candidate so that the best of 2^d candidates wins w.p. ≥ 1 − β (normal
-    approximation: the gap is 1/2, each estimate off by < 1/4 w.p. ≥ 1 − β/2^d)."""
-    p = 1.0 / (1.0 + math.exp(-epsilon))
-    sigma2 = 1.0 / (4.0 * (2 * p - 1) ** 2)
-    z = float(norm.isf(beta / 2.0 ** (d + 1)))
-    return max(1, math.ceil(z * z * sigma2 / 0.25**2))
-
-
-def _candidates(d: int, k: int, rng: np.random.Generator) -> np.ndarray:
-    if d <= 24:
-        ints = np.arange(2**d) if k >= 2**d else np.sort(rng.choice(2**d, size=k, replace=False))
-        return ((ints[:, None] >> np.arange(d - 1, -1, -1)) & 1).astype(np.int64)
-    return rng.integers(0, 2, (k, d))  # 2^d ≫ k: repeats are negligible
+def correlation_family(start: int, count: int) -> QuerySpec:
+    """``correlation_query`` for every candidate at once: users start..start+count−1 are split
+    evenly into 2^d groups and group c asks g_{r_c}, r_c the binary expansion of c (``user_parity``)."""
+    signed_label = affine(label_query(), -2.0, 1.0)
+    return affine(product(signed_label, user_parity(start, count)), 0.5, 0.5)
 
 
 async def learn_parity_local(
@@ -65,36 +53,37 @@ async def learn_parity_local(
     *,
     users: int | None = None,
     first_user: int = 0,
-    beta: float = 0.1,
-    max_candidates: int = 1 << 16,
     name: str = "parity-local",
 ) -> LearnerResult:
-    """One NON_INTERACTIVE round: K candidates (as many as ``candidate_group`` users each allow,
-    at most 2^d), each asked of its own group; output the candidate with the largest estimate."""
+    """One NON_INTERACTIVE round: the n users split evenly over all 2^d candidates (one request,
+    ``correlation_family``); output the candidate whose group's estimate is largest (ties and
+    candidates with no users: broken by ``rng``). With n < 2^d only the first n candidates are
+    asked, and the learner is right with probability about n/2^d."""
+    if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or not 1 <= d <= 30:
+        raise ParameterError(f"the local PARITY learner enumerates 2^d candidate estimates: d must be an integer in [1, 30], got {d!r}")
     available = lr.user_count - first_user
     n = available if users is None else int(users)
     if not 1 <= n <= available:
         raise ParameterError(f"users must be in [1, {available}], got {users}")
-    u = candidate_group(min(d, 60), epsilon, beta)
-    k = int(max(1, min(2.0**d, n // u, max_candidates)))
-    m = n // k
-    candidates = _candidates(d, k, rng)
     session = Session(lr, SessionKind.NON_INTERACTIVE, name=name)
-    requests = [
-        Request.of(range(first_user + c * m, first_user + (c + 1) * m), RandomizerSpec("binary_rr", correlation_query(candidates[c]), epsilon))
-        for c in range(k)
-    ]
-    reports = await session.round(requests)
-    rr = BinaryRandomizedResponse(epsilon)
-    estimates = np.array([float(np.mean(rr.estimate(rep.values))) if len(rep.values) else 0.0 for rep in reports])
-    best = int(np.argmax(estimates))
+    (rep,) = await session.round([Request.of(range(first_user, first_user + n), RandomizerSpec("binary_rr", correlation_family(first_user, n), epsilon))])
+    answered = rep.users[rep.status == Status.ANSWERED]
+    candidate = user_parity_candidate(answered - first_user, n, 2**d)
+    estimates = BinaryRandomizedResponse(epsilon).estimate(rep.values)
+    sums = np.bincount(candidate, weights=estimates, minlength=2**d)
+    sizes = np.bincount(candidate, minlength=2**d)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        means = np.where(sizes > 0, sums / np.maximum(sizes, 1), -np.inf)
+    ties = np.flatnonzero(means == means.max())
+    best = int(ties[rng.integers(0, len(ties))]) if len(ties) > 1 else int(ties[0])
+    r = (best >> np.arange(d - 1, -1, -1)) & 1
     return LearnerResult(
-        ParityConcept(tuple(int(v) for v in candidates[best])),
-        users=k * m,
+        ParityConcept(tuple(int(v) for v in r)),
+        users=n,
         rounds=1,
-        queries=k,
+        queries=2**d,
         epsilon=float(epsilon),
-        details={"candidates": k, "group": m, "best_estimate": float(estimates[best]), "covers_all": bool(k >= 2**d)},
+        details={"candidates_asked": int(min(n, 2**d)), "group": n // 2**d, "best_estimate": float(means[best]), "covers_all": bool(n >= 2**d)},
         algorithm="parity-local-SQ",
         model="local-non-interactive",
     )

@@ -143,13 +143,24 @@ class _Saved:
 
 
 class MemoryLedgerStore(LedgerStore):
-    """Ledgers in memory, per identity, for the life of this object (the default store)."""
+    """Ledgers in memory, per identity, for the life of this object (the default store).
 
-    def __init__(self) -> None:
+    ``one_load=True`` is for sweeps that load thousands of populations into one client process
+    (16 bytes per user each, forever, would exhaust memory): opening a ledger for new data
+    discards the ledgers of every other identity, and remembers those identities so that their
+    data can never be loaded again here. A reload would restart their budgets; refusing it keeps
+    every budget whole (a hostile aggregator cannot cycle A → B → A to reset A). Memory is then
+    the live ledgers plus one hash per retired identity. Chosen on the users' side only
+    (``ClientConfig.ledgers``), never by the aggregator.
+    """
+
+    def __init__(self, one_load: bool = False) -> None:
         self._saved: dict[str, list[_Saved]] = {}  # closed ledgers' state, non-overlapping, by first user
         self._live: dict[str, list[Ledger]] = {}
         self._lock = threading.RLock()
         self._closed = False
+        self.one_load = bool(one_load)
+        self._discarded: set[str] = set()
 
     @property
     def durable(self) -> bool:
@@ -165,6 +176,14 @@ class MemoryLedgerStore(LedgerStore):
         budget = require_epsilon(budget, name="budget epsilon")
         with self._lock:
             self._check()
+            if identity in self._discarded:
+                raise LDPError(
+                    "these users' ledgers were discarded when other data was loaded (one-load ledgers): "
+                    "loading the same data again would restart its budget, so it is refused"
+                )
+            if self.one_load:
+                for other in [k for k in self._live if k != identity] + [k for k in self._saved if k != identity]:
+                    self._forget(other)
             live = self._live.setdefault(identity, [])
             for ledger in live:
                 if ledger.first_user == first and ledger.count == n and ledger.budget == budget:
@@ -184,6 +203,15 @@ class MemoryLedgerStore(LedgerStore):
             ledger = Ledger(first, n, budget, spent=spent, nonces=nonces, journal=True)
             live.append(ledger)
             return ledger
+
+    def _forget(self, identity: str) -> None:
+        """one_load: close every ledger of ``identity``, drop its state, refuse it from now on."""
+        for ledger in list(self._live.get(identity, [])):
+            ledger.mark_committed()
+            ledger._close()
+        self._live.pop(identity, None)
+        self._saved.pop(identity, None)
+        self._discarded.add(identity)
 
     def _retire(self, identity: str, ledger: Ledger) -> None:
         """Fold a live ledger's state into the saved state and close it."""
@@ -537,6 +565,11 @@ def _replay(first: int, count: int, snapshots: list[tuple], rows: list[tuple]) -
     return spent, nonces, read
 
 
-def open_store(path: str | os.PathLike[str] | None) -> LedgerStore:
-    """A ``SqliteLedgerStore`` at ``path``, or a fresh ``MemoryLedgerStore`` for None."""
-    return MemoryLedgerStore() if path is None else SqliteLedgerStore(path)
+def open_store(path: str | os.PathLike[str] | None, *, one_load: bool = False) -> LedgerStore:
+    """A ``SqliteLedgerStore`` at ``path``, or a fresh ``MemoryLedgerStore`` for None
+    (``one_load``: see ``MemoryLedgerStore``; a durable store keeps every ledger)."""
+    if path is None:
+        return MemoryLedgerStore(one_load=one_load)
+    if one_load:
+        raise ParameterError("one-load ledgers are in memory only: a durable ledger (a path) keeps every population's ledgers")
+    return SqliteLedgerStore(path)

@@ -103,6 +103,8 @@ def _check_fields(query: QuerySpec, schema: Schema, where: str, depth: int = 0) 
         refs = [(lit[0], lit[1]) for lit in p["literals"] if isinstance(lit, (list, tuple)) and len(lit) >= 2]
     elif query.name == "parity" and isinstance(p.get("mask"), (list, tuple)):
         refs = [(p.get("field", "x"), j) for j in p["mask"]]
+    elif query.name in ("bent", "user_parity"):
+        refs = [(p.get("field", "x"), 0)]
     elif query.name == "product" and isinstance(p.get("factors"), (list, tuple)):
         subqueries = list(p["factors"])
     elif query.name == "affine":

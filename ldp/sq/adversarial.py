@@ -10,8 +10,16 @@ ignores the label, g(z, 1) where it does not). ``AdversarialSQOracle`` computes 
 ⟨h_g, s_c⟩ by exact enumeration of the (small) feature domain and answers **C_g whenever that is
 a valid answer** (|⟨h_g, s_c⟩| ≤ τ for the true target), else the exact E[g]. It records, per
 step, which queries got the constant (``constant_answers``): a query that got the constant
-eliminated no concept c′ with |⟨h_g, s_c′⟩| ≤ τ, which is the counting argument of Theorem 5.1
-(each non-adaptive query eliminates at most two (r, a) pairs of MASKED-PARITY).
+eliminated no concept c′ with |⟨h_g, s_c′⟩| ≤ τ.
+
+This is the paper's oracle, kept for fidelity. The counting step the paper builds on it — a query
+correlates beyond τ with c_{r,·} for at most one r, so "each non-adaptive query eliminates at most
+two (r, a) pairs" of MASKED-PARITY — is false for every τ < 1/4: by Parseval one [0,1]-valued query
+can separate (r, 0) from (r, 1) for up to (fewer than) 1/(16τ²) vectors r, and the bent query does
+so for all 2^d of them once τ < 2^{−d/2−2}. Nor is this oracle the strongest adversary: C_g is
+invalid whenever the b = 1 part of ⟨h_g, s_c⟩ is large (the bit queries g_j: |·| = 1/(4d)), and
+then it answers exactly. The corrected statement, the midpoint adversary and the exact census are
+in ``ldp.learners.theorem51`` (docs/theorem51.md).
 Noise-free labels only (label_noise = 0); any enumerable distribution D.
 """
 
@@ -42,7 +50,9 @@ class QueryDecomposition:
 
 
 class AdversarialSQOracle(SQOracle):
-    """Answers C_g (target-independent) whenever valid, else E[g] (KLNRS Theorem 5.1's oracle)."""
+    """Answers C_g (target-independent) whenever valid, else E[g]: KLNRS Theorem 5.1's oracle, kept
+    as the paper states it. It does not make the paper's "at most two (r, a) pairs per query" true
+    (see the module docstring); ``ldp.learners.theorem51`` has the strongest (midpoint) adversary."""
 
     def __init__(self, population: PopulationSpec) -> None:
         super().__init__(population.schema)

@@ -147,6 +147,12 @@ class _Connection:
                 fut.set_result(None)
 
 
+def _log_stream_end(key: str, task: asyncio.Future[Any]) -> None:
+    """Done-callback of a client stream's tasks: retrieve an exception that ended one (logged)."""
+    if not task.cancelled() and task.exception() is not None:
+        log.info("shard %s: stream ended: %s", key, task.exception())
+
+
 class GrpcAggregator:
     """A grpc.aio server for one population; create and use it inside one running event loop.
 
@@ -325,22 +331,28 @@ class GrpcAggregator:
 
     async def _connect(self, request_iterator: AsyncIterator[pb.ClientMessage], context: grpc.aio.ServicerContext) -> None:
         conn: _Connection | None = None
+        tasks: list[asyncio.Future[Any]] = []
         try:
             conn = await self._handshake(context)
             if conn is None:
                 return
+            key = conn.key
             reader = asyncio.ensure_future(self._read_loop(conn))
             stopper = asyncio.ensure_future(conn.stop.wait())
-            await asyncio.wait({reader, stopper}, return_when=asyncio.FIRST_COMPLETED)
-            for t in (reader, stopper):
-                t.cancel()
-            if reader.done() and not reader.cancelled() and reader.exception() is not None:
-                log.info("shard %s: stream ended: %s", conn.key, reader.exception())
+            tasks = [reader, stopper]
+            for t in tasks:
+                # A read cancelled while the call is finishing ends with grpc's "RPC already
+                # finished" instead of CancelledError: retrieve (and log) it whenever it ends, so
+                # shutdown never prints "Task exception was never retrieved".
+                t.add_done_callback(lambda done, key=key: _log_stream_end(key, done))
+            await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
         except asyncio.CancelledError:
             pass
         except Exception as exc:  # noqa: BLE001 - one broken client must not disturb the server
             log.warning("a client stream failed: %s: %s", type(exc).__name__, exc)
         finally:
+            for t in tasks:
+                t.cancel()
             if conn is not None:
                 self._depart(conn)
                 conn.fail_pending()  # after _depart: a round in flight sees the shard as departed

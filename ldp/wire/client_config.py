@@ -59,8 +59,13 @@ class ClientConfig:
     report_key: bytes | None = None  # None: derived from a seeded spec, else a fresh secret
     seal_key: bytes | None = None  # opens sealed populations sent in Loads; None: Loads refused
     ledger_path: str | None = None  # a durable SQLite ledger; None: in memory
+    ledgers: str = "keep"  # in memory: "keep" every population's ledgers, or "one_load" (MemoryLedgerStore)
 
     def __post_init__(self) -> None:
+        if self.ledgers not in ("keep", "one_load"):
+            raise ParameterError(f"ledgers must be 'keep' or 'one_load', got {self.ledgers!r}")
+        if self.ledgers == "one_load" and self.ledger_path is not None:
+            raise ParameterError("one-load ledgers are in memory only: a durable ledger (a path) keeps every population's ledgers")
         if self.population is not None and self.data_path is not None:
             raise ParameterError("a client holds either a population spec or a data file, not both")
         if self.population is None and self.data_path is None and self.seal_key is None:
@@ -87,13 +92,14 @@ class ClientConfig:
             "report_key": _b64(self.report_key),
             "seal_key": _b64(self.seal_key),
             "ledger_path": self.ledger_path,
+            "ledgers": self.ledgers,
         }
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> "ClientConfig":
         if not isinstance(data, Mapping):
             raise ParameterError(f"a client configuration is a JSON object, got {type(data).__name__}")
-        unknown = set(data) - {"population", "data_path", "schema_path", "budget", "report_key", "seal_key", "ledger_path"}
+        unknown = set(data) - {"population", "data_path", "schema_path", "budget", "report_key", "seal_key", "ledger_path", "ledgers"}
         if unknown:
             raise ParameterError(f"unknown client configuration keys {sorted(unknown)}")
         population = data.get("population")
@@ -105,6 +111,7 @@ class ClientConfig:
             report_key=_key(data.get("report_key"), "report_key", KEY_BYTES),
             seal_key=_key(data.get("seal_key"), "seal_key", SEAL_KEY_BYTES),
             ledger_path=data.get("ledger_path"),
+            ledgers=str(data.get("ledgers", "keep")),
         )
 
     def dumps(self) -> str:
@@ -146,7 +153,7 @@ class ClientConfig:
         return min(caps)
 
     def open_store(self) -> LedgerStore:
-        return open_store(self.ledger_path)
+        return open_store(self.ledger_path, one_load=self.ledgers == "one_load")
 
     def shard(self, data: Holdings, first_user: int, count: int, store: LedgerStore) -> Shard:
         """The users' shard; without a key of its own the Shard derives one (a seeded spec) or

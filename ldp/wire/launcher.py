@@ -262,12 +262,14 @@ async def launch_local(
     extra_args: dict[str, list[str]] | None = None,
     seal_key: bytes | None = None,
     ledger_path: str | None = None,
+    ledgers: str = "keep",
     on_client_exit: Callable[[str], None] | None = _say_stderr,
 ) -> AsyncIterator[GrpcLROracle]:
     """Aggregator + ``processes`` client processes on loopback; yields the ``GrpcLROracle``.
 
     The clients get ``population`` (and ``seal_key``, which lets them open sealed Loads, and
-    ``ledger_path``, a durable ledger) through their standard input; the aggregator gets only
+    ``ledger_path``, a durable ledger, or ``ledgers="one_load"``, in-memory ledgers dropped when
+    the next population is loaded) through their standard input; the aggregator gets only
     ``population.description()``.
 
     Client k of P holds users [n·k/P, n·(k+1)/P) (shard key ``"k/P"``). The oracle's
@@ -283,7 +285,7 @@ async def launch_local(
     if processes > population.size:
         raise ParameterError(f"{processes} client processes for {population.size} users: each process needs at least one user")
     aggregator = GrpcAggregator(population.description(), "127.0.0.1:0", capture=capture)
-    config = ClientConfig(population=population, seal_key=seal_key, ledger_path=ledger_path)
+    config = ClientConfig(population=population, seal_key=seal_key, ledger_path=ledger_path, ledgers=ledgers)
     await aggregator.start()
     clients: list[ClientProcess] = []
     watcher: asyncio.Future[None] | None = None
@@ -332,7 +334,9 @@ class GrpcOracleFactory(SealedOracleFactory):
 
     async def _first(self, population: PopulationSpec) -> GrpcLROracle:
         oracle = await self._stack.enter_async_context(
-            launch_local(population, self.processes, ready_timeout_s=self.ready_timeout_s, extra_args=self.extra_args, seal_key=self._seal_key)
+            # One-load ledgers: a sweep loads thousands of populations, each used by one run; the
+            # experiment (the users' side here) chooses this at spawn, never the aggregator.
+            launch_local(population, self.processes, ready_timeout_s=self.ready_timeout_s, extra_args=self.extra_args, seal_key=self._seal_key, ledgers="one_load")
         )
         if self.on_launch is not None:
             self.on_launch(oracle)

@@ -4,9 +4,12 @@
 # **Goals.** (1) Run the two-round learner of §5.1 as an *interactive* local protocol: round 1
 # learns r from the b = 1 half (queries g_j, E[g_j] = r_j/(2d) — the paper's "1/2^d" is a typo),
 # round 2 asks one question that depends on r and learns a. (2) Run an honest *non-interactive*
-# learner that must fix every question before any answer: it can only ask about a for the
-# candidate r's it can afford. (3) See Theorem 5.1 exactly: against an adversarial but valid SQ
-# oracle, a non-adaptive query set of size < 2^d − 1 leaves a undetermined for some targets.
+# learner that must fix every question before any answer: it asks about a for *every* one of
+# the 2^d candidate r's, spreading its users over them, and reads only the group of the r it
+# estimates — so it needs about 60·2^d users at ε = 1 where the interactive one needs ~d³. (3) See Theorem 5.1 exactly: against an adversarial but valid SQ
+# oracle, the candidate query sets leave a undetermined for the r's they miss — but the paper's
+# "each query eliminates at most two (r, a) pairs" is false: 4 bit queries and one *bent* query
+# determine every target (Parseval allows one query to separate < 1/(16τ²) r's, not one).
 
 # %%
 import asyncio
@@ -17,9 +20,16 @@ import numpy as np
 from ldp.core.concepts import concept_class
 from ldp.core.population import PopulationSpec
 from ldp.core.rng import generator
-from ldp.learners.masked_parity import learn_masked_parity_interactive, learn_masked_parity_lni_candidates
+from ldp.learners.masked_parity import learn_masked_parity_interactive, learn_masked_parity_lni
 from ldp.learners.results import true_error
-from ldp.learners.theorem51 import lni_query_set, theorem51_census
+from ldp.learners.theorem51 import (
+    bent_query_set,
+    lni_query_set,
+    lni_users_lower_bound,
+    parseval_separation_bound,
+    separation_profile,
+    theorem51_census,
+)
 from simulations.labs.common import QUICK, exercise, open_oracle, out_dir, saved, track
 
 OUT = out_dir("lab4")
@@ -42,7 +52,7 @@ async def trial(learner: str, n: int, t: int) -> float:
         if learner == "interactive":
             result = await learn_masked_parity_interactive(lr, D, EPS)
         else:
-            result = await learn_masked_parity_lni_candidates(lr, D, EPS, generator(4, "lab4-lni", n, t))
+            result = await learn_masked_parity_lni(lr, D, EPS, generator(4, "lab4-lni", n, t))
     return true_error(spec.referee(), result.hypothesis)
 
 
@@ -71,9 +81,14 @@ fig.savefig(OUT / "lab4_error_vs_users.png", dpi=120)
 saved(OUT / "lab4_error_vs_users.png")
 
 # %% [markdown]
-# ## 2. Theorem 5.1, exactly (d = 4)
-# Fix a non-adaptive query set: the d bit queries and an a-query for K candidate r's. Run it for
-# every target (r, a) against the adversarial oracle and count the targets whose a stays open.
+# ## 2. Theorem 5.1, exactly (d = 4) — and where the paper goes wrong
+# Fix a non-adaptive query set and run it for every target (r, a) against the strongest valid SQ
+# adversary (the *midpoint* adversary: when a query's values for (r, 0) and (r, 1) are within 2τ,
+# answer their midpoint — valid for both, so that query says nothing about a). Count the targets
+# whose a stays open.
+#
+# **(a) The candidate family**: the d bit queries and an a-query for K candidate r's. An a-query
+# separates (r, 0) from (r, 1) only for its own r, so a stays open for the 2(2^d − K) others.
 
 # %%
 d = 4
@@ -88,14 +103,60 @@ for k in (1, 4, 8, 15, 16):
 assert rows[-1][2] == 0 and rows[0][2] > 0
 
 # %% [markdown]
+# **(b) The bent family**: the paper's proof claims *every* non-adaptive query "eliminates at most
+# two (r, a) pairs", so 5 queries would leave ≥ 2(2^d − 1) = 30 targets open. That is false.
+# Write E_{r,a}[g] = C_g + B_g(r) + ½(−1)^a f̂_g(r): the gap between (r, 0) and (r, 1) is the
+# Walsh coefficient f̂_g(r) of f_g(x) = E_i[h_g(x,i,0)], h_g = (g(·,+1) − g(·,−1))/2. For
+# g_bent = 1[b = 0 ∧ y ≠ (−1)^{β(x)}], β(x) = x_0x_2 + x_1x_3 (a bent function), |f̂(r)| = 2^{−d/2−1}
+# = 1/8 for EVERY r — above 2τ = 0.1125. One query separates all 16 r's.
+
+# %%
+bent_set = bent_query_set(d)  # 4 bit queries + 1 bent query
+bent_outcomes = asyncio.run(theorem51_census(d, bent_set, tau))
+bent_open = sum(o.a_undetermined for o in bent_outcomes)
+exact = sum(o.version_space == (o.target,) for o in bent_outcomes)
+profile = separation_profile(d, bent_set)
+print(f"bit queries + bent query ({len(bent_set)} queries): a undetermined for {bent_open} of {len(bent_outcomes)} targets")
+print(f"  targets learned exactly: {exact} of {len(bent_outcomes)}; the paper's counting predicts ≥ {2 * (2**d - 1)} open")
+print(f"  bent query: |f̂(r)| = {np.abs(profile.fourier[-1]).min():.4f} for every r (2τ = {2 * tau:.4f})")
+assert bent_open == 0 and exact == len(bent_outcomes)
+
+# %% [markdown]
+# **Why: Parseval.** Σ_r f̂_g(r)² = E_x[f_g(x)²] ≤ ‖h_g‖∞² ≤ 1/4 for a query with values in [0,1],
+# and separating r needs |f̂_g(r)| > 2τ: one query separates *fewer than 1/(16τ²)* vectors r
+# (`parseval_separation_bound`), not one. The a-queries put all their weight on one r; the bent
+# query spreads it evenly and meets the bound. So a non-adaptive learner needs q > 16τ²·2^d queries
+# (vacuous at the paper's τ = 2^{−2d/3} for d > 12: at d = 16, 17 queries with τ = 9·10^{−4} learn
+# every target). In the local model the exponential gap survives, proved directly: a
+# non-interactive ε-LDP learner needs n ≥ 4·2^d·ln(1/(4β))/(e^ε − 1)² users (docs/theorem51.md).
+
+# %%
+print(f"Parseval: one [0,1] query separates at most {parseval_separation_bound(tau)} r's at τ = {tau}")
+print(f"non-interactive local learners need n ≥ {lni_users_lower_bound(D, EPS, 0.05):,} users at d = {D}, ε = {EPS}, β = 0.05")
+
+# %% [markdown]
 # ## Exercises
 # 1. Why does the interactive learner need only ~d·n_0 users while the non-interactive one needs
-#    an a-query per candidate r — 2^d of them?
-# 2. From the census: how many targets stay undetermined with K candidates? (Each a-query can
-#    settle a for at most one r: expect 2·(2^d − K).)
+#    an a-query per candidate r — 2^d of them? (And why can't it use one bent-like query instead?
+#    Hint: its answer must be estimated from noisy reports to within 2^{−d/2−2}.)
+# 2. From the census (a): how many targets stay undetermined with K candidates? (Each *a-query*
+#    settles a for exactly one r: expect 2·(2^d − K). This is a property of the a-queries, not a
+#    law for every query — see (b).)
+# 3. For the bent query, count the r it separates at several τ and compare with the Parseval bound
+#    1/(16τ²). Where does it stop separating anything, and why is the bound attained there?
 
 # %%
 if exercise("check the census against 2·(2^d − K)"):
     for k, total, undetermined in rows:
         print(f"  K = {k:>2}: measured {undetermined}, predicted {2 * (2**d - k)}")
         assert undetermined == 2 * (2**d - k)
+
+# %%
+if exercise("count the r's the bent query separates against the Parseval bound 1/(16τ²)"):
+    edge = 2.0 ** (-d / 2 - 2)  # |f̂| = 2^{−d/2−1} > 2τ iff τ < 2^{−d/2−2} = 1/16
+    for t in (0.02, 0.05, tau, edge * 0.999, edge, 0.1):
+        count = int(profile.separated(t)[-1].sum())
+        bound = parseval_separation_bound(t)
+        print(f"  τ = {t:.5f}: bent separates {count:>2} of {2**d} r's; Parseval allows < 1/(16τ²) = {1 / (16 * t * t):7.2f}, i.e. ≤ {bound}")
+        assert count <= bound
+    assert int(profile.separated(edge * 0.999)[-1].sum()) == parseval_separation_bound(edge * 0.999) == 2**d

@@ -26,7 +26,7 @@ OUT = out_dir("lab5")
 EPS, ALPHA, BETA = 1.0, 0.1, 0.1
 TRIALS = 3 if QUICK else 10
 CENTRAL_D = [8, 16, 32, 64] if QUICK else [8, 16, 32, 64, 128, 256]
-LOCAL_D = [4, 6, 8, 10] if QUICK else [4, 6, 8, 10, 12]
+LOCAL_D = [4, 8, 12] if QUICK else [4, 6, 8, 10, 12, 14]
 LOCAL_USERS = 100_000 if QUICK else 400_000
 
 
@@ -67,7 +67,7 @@ async def local_errors():
         for t in range(TRIALS):
             spec = population(d, LOCAL_USERS, t)
             async with open_oracle(spec) as lr:
-                result = await learn_parity_local(lr, d, EPS, generator(5, "lab5-local", d, t), beta=BETA)
+                result = await learn_parity_local(lr, d, EPS, generator(5, "lab5-local", d, t))
             errs.append(true_error(spec.referee(), result.hypothesis))
         out[d] = float(np.mean(errs))
         print(f"local       d = {d:>3}: n = {LOCAL_USERS:,}, mean error {out[d]:.3f}")

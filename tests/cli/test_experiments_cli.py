@@ -22,7 +22,7 @@ pytestmark = pytest.mark.timeout(60)
 
 CLI = [sys.executable, "-m", "ldp.cli.main"]
 TINY_SEPARATION = [
-    "-o", "trials=2", "-o", "cap=4096", "-o", "bisect=1", "-o", "masked_d=2,4", "-o", "learners=LI,LNI-a",
+    "-o", "trials=2", "-o", "cap=4096", "-o", "resolution=2", "-o", "masked_d=2,4", "-o", "learners=LI,LNI",
     "-o", "curve_d=2", "-o", "curve_users=256,1024", "-o", "curve_trials=2", "-o", "point_bits=",
 ]  # fmt: skip
 
@@ -54,7 +54,7 @@ def test_separation_over_grpc_prints_the_in_process_table_and_leaves_no_process(
     local = subprocess.run([*CLI, "run", "separation", "--transport", "inprocess", "--out", str(tmp_path / "i"), *TINY_SEPARATION], capture_output=True, timeout=40)
     assert local.returncode == 0, local.stderr.decode()
     rows = _table(out)
-    assert len(rows) == 4 and "LNI-a" in out and "Lemma 4.3" in out
+    assert len(rows) == 4 and "LNI" in out and "Lemma 4.3" in out
     assert rows == _table(local.stdout.decode())
     assert (tmp_path / "g" / "table.md").read_text() == (tmp_path / "i" / "table.md").read_text()
     assert f"saved {tmp_path / 'g' / 'separation.png'}" in out

@@ -18,7 +18,7 @@ from tests.wire.proc_helpers import PYTHON, free_port, reap, wait_exit
 pytestmark = pytest.mark.timeout(180)
 
 CLI = [PYTHON, "-m", "ldp.cli.main"]
-SMALL = ["-o", "trials=2", "-o", "cap=4096", "-o", "bisect=1", "-o", "masked_d=2,4", "-o", "learners=LI,LNI-a", "-o", "curve_d=2",
+SMALL = ["-o", "trials=2", "-o", "cap=4096", "-o", "resolution=2", "-o", "masked_d=2,4", "-o", "learners=LI,LNI", "-o", "curve_d=2",
          "-o", "curve_users=256,1024", "-o", "curve_trials=2", "-o", "point_bits="]
 
 

@@ -79,3 +79,90 @@ def test_bad_queries_are_clear_errors(masked, spec, error, match):
     schema, _, _ = masked
     with pytest.raises(error, match=match):
         make_query(spec, schema)
+
+
+# --- per-user families and the bent query (the fair one-round learners, KLNRS §5) ---
+
+
+def test_user_parity_groups_split_evenly_and_candidates_invert_them():
+    from ldp.core.queries import user_parity_candidate, user_parity_groups
+
+    for count, k in ((37, 16), (16, 16), (5, 16), (1_000_003, 1024), (64, 1)):
+        bounds = user_parity_groups(count, k)
+        sizes = np.diff(bounds)
+        assert bounds[0] == 0 and bounds[-1] == count and sizes.max() - sizes.min() <= 1 and np.all(sizes[:-1] >= sizes[1:])
+        offsets = np.arange(count)
+        expected = np.repeat(np.arange(k), sizes)  # the group of every offset, from the boundaries
+        assert np.array_equal(user_parity_candidate(offsets, count, k), expected)
+
+
+def test_user_parity_gives_each_group_its_own_parity(masked):
+    """Group c answers parity(r_c) with r_c = c in binary, x's bit 0 the most significant: compared
+    with the fixed ``parity`` query group by group (a reversed bit order would fail for c = 1)."""
+    from ldp.core.queries import user_parity, user_parity_groups
+
+    schema, _, records = masked
+    start, count = 100, 1_000
+    users = np.arange(start, start + count)
+    family = make_query(user_parity(start, count), schema).evaluate(records[:count], users)
+    bounds = user_parity_groups(count, 16)
+    for c in range(16):
+        r = np.array([(c >> (3 - k)) & 1 for k in range(4)], dtype=bool)
+        rows = slice(int(bounds[c]), int(bounds[c + 1]))
+        assert np.array_equal(family[rows], make_query(parity(r), schema).evaluate(records[rows]))
+
+
+@pytest.mark.parametrize(
+    "spec,users,match",
+    [
+        (QuerySpec("user_parity", {"start": 0, "count": 10}), None, "needs the users' ids"),
+        (QuerySpec("user_parity", {"start": 0, "count": 10}), np.arange(5, 15), "users 0..9 only"),
+        (QuerySpec("user_parity", {"start": -1, "count": 10}), np.arange(3), "start ≥ 0"),
+        (QuerySpec("user_parity", {"start": 0, "count": 0}), np.arange(3), "1 ≤ count"),
+        (QuerySpec("user_parity", {"field": "i", "start": 0, "count": 3}), np.arange(3), "must take the values 0 and 1"),
+        (QuerySpec("user_parity", {"start": 0, "count": 3, "output": "int"}), np.arange(3), "'sign' or 'bit'"),
+        (QuerySpec("bent", {"field": "b"}), None, "even number of bits"),
+        (QuerySpec("bent", {"field": "y"}), None, "must take the values 0 and 1"),
+    ],
+)
+def test_bad_family_and_bent_queries_are_clear_errors(masked, spec, users, match):
+    schema, _, records = masked
+    with pytest.raises(ParameterError, match=match):
+        make_query(spec, schema).evaluate(records[: 10 if users is None else len(users)], users)
+
+
+@pytest.mark.parametrize("length", [2, 4, 6])
+def test_bent_query_has_every_walsh_coefficient_of_magnitude_two_to_minus_half_length(length):
+    """Exhaustively over x ∈ {0,1}^L: |E_x[β(x)(−1)^⟨r,x⟩]| = 2^{−L/2} for all 2^L vectors r."""
+    from ldp.core.queries import bent
+    from ldp.core.schema import Field, Schema
+
+    schema = Schema((Field("x", length, 0, 1), Field("y", 1, -1, 1, step=2)))
+    xs = ((np.arange(2**length)[:, None] >> np.arange(length - 1, -1, -1)) & 1).astype(np.int16)
+    values = make_query(bent(), schema).evaluate(np.concatenate([xs, np.ones((len(xs), 1), np.int16)], axis=1))
+    for r in range(2**length):
+        chi = 1 - 2 * (np.bitwise_count(np.arange(2**length) & r) & 1).astype(np.int64)
+        assert abs(abs(float(np.mean(values * chi))) - 2.0 ** (-length / 2)) < 1e-12
+
+
+async def test_a_family_request_reports_exactly_what_per_group_requests_report():
+    """The users' side treats one ``user_parity`` family like the 2^d fixed requests it stands
+    for: same users, same key and nonces, so the very same reports, bit for bit."""
+    from ldp.core.queries import user_parity, user_parity_groups
+    from ldp.core.randomizers import RandomizerSpec
+    from ldp.local.messages import SessionKind
+    from ldp.local.oracle import InProcessLROracle
+    from ldp.local.session import Request, Session
+
+    d, n = 4, 3_000
+    spec = PopulationSpec(concept_class("masked_parity", d), MaskedParityConcept((1, 1, 0, 1), 0), n, budget=1.0, seed=9)
+    (family,) = await Session(InProcessLROracle(spec), SessionKind.NON_INTERACTIVE).round(
+        [Request.of(range(n), RandomizerSpec("binary_rr", affine(user_parity(0, n), 0.5, 0.5), 1.0))]
+    )
+    bounds = user_parity_groups(n, 2**d)
+    groups = [
+        Request.of(range(int(bounds[c]), int(bounds[c + 1])), RandomizerSpec("binary_rr", affine(parity([k for k in range(d) if (c >> (d - 1 - k)) & 1]), 0.5, 0.5), 1.0))
+        for c in range(2**d)
+    ]
+    separate = await Session(InProcessLROracle(spec), SessionKind.NON_INTERACTIVE).round(groups)
+    assert np.array_equal(family.values, np.concatenate([r.values for r in separate]))

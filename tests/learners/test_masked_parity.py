@@ -15,12 +15,13 @@ from ldp.learners.masked_parity import (
     a_query,
     bit_query,
     learn_masked_parity_interactive,
-    learn_masked_parity_lni_candidates,
+    learn_masked_parity_lni,
     learn_masked_parity_lni_record,
     learn_masked_parity_sq,
     li_allocation,
     li_lemma43_users,
-    lni_candidates_plan,
+    lni_plan,
+    lni_success,
 )
 from ldp.learners.results import true_error
 from ldp.learners.theorem51 import all_masked_parities, lni_query_set, theorem51_census
@@ -68,7 +69,7 @@ async def test_sq_learner_through_lemma_4_3_is_an_interactive_local_protocol() -
 
 
 async def test_interactive_learner_learns_and_each_user_answers_once() -> None:
-    d, n = 8, 120_000  # ≈ 1.6× the users the separation search needs at d = 8
+    d, n = 8, 120_000  # ≈ 3.3× the 36,864 users the separation search needs at d = 8
     rng = generator(2, "li-test")
     errors = []
     for trial in range(4):
@@ -83,36 +84,80 @@ async def test_interactive_learner_learns_and_each_user_answers_once() -> None:
     assert errors == [0.0] * 4
 
 
-async def test_lni_a_learns_when_it_affords_every_candidate() -> None:
+async def test_lni_learns_in_one_round_with_enough_users() -> None:
     d = 4
-    rng = generator(3, "lni-a")
+    rng = generator(3, "lni")
     for trial in range(4):
         target = concept_class("masked_parity", d).random_target(rng)
         spec = _spec(d, target, 40_000, seed=trial)
-        k, _, _ = lni_candidates_plan(spec.size, d, 1.0)
-        assert k == 2**d
+        assert lni_plan(spec.size, d, 1.0).predicted_success > 0.999
         lr = InProcessLROracle(spec)
-        res = await learn_masked_parity_lni_candidates(lr, d, 1.0, rng)
-        assert res.rounds == 1 and res.queries == d + 2**d
-        assert lr.transcript.rounds[0]["kind"] == "NON_INTERACTIVE"
+        res = await learn_masked_parity_lni(lr, d, 1.0, rng)
+        assert res.rounds == 1 and res.queries == d + 2**d and res.users == spec.size
+        (round_,) = lr.transcript.rounds
+        assert round_["kind"] == "NON_INTERACTIVE" and len(round_["requests"]) == d + 1  # d bit groups + one family
         assert true_error(spec.referee(), res.hypothesis) == 0.0
 
 
-async def test_lni_a_without_all_candidates_guesses_a() -> None:
-    """d = 8 with 60 000 users: r is learned but only K ≪ 2^8 candidates fit, so a is a coin
-    for most targets; over 16 targets the mean error is ≈ 1/4 (0.05 < mean < 0.45 fails w.p. < 1e-3)."""
-    d = 8
-    rng = generator(4, "lni-a-small")
-    errors, coins = [], 0
-    for trial in range(16):
+async def test_lni_reads_a_from_the_estimated_rs_own_group() -> None:
+    """At ε = 20 randomized response is the identity but for ~10^-9 of the reports, so the group
+    of the target's r reports E[g_d] = a/2 exactly: 0 when a = 0. A lookup of the wrong group (a
+    deliberately broken variant: the candidate index with its bits reversed) reads ≈ 1/4 there,
+    and all 40 of its users report 0 only w.p. (3/4)^40 ≈ 10^-5."""
+    d, eps = 6, 20.0
+    rng = generator(5, "lni-group")
+    checked = 0
+    for trial in range(6):
+        target = MaskedParityConcept(tuple(int(v) for v in rng.integers(0, 2, d)), 0)
+        spec = _spec(d, target, 2**d * 60 + d * 400, seed=200 + trial, budget=eps)
+        lr = InProcessLROracle(spec)
+        res = await learn_masked_parity_lni(lr, d, eps, rng)
+        assert res.hypothesis == target and abs(res.details["a_estimate"]) < 1e-6 and res.details["group_size"] >= 40
+        # the broken variant: read the group of r with its bit order reversed
+        r = np.array(target.r)
+        if np.array_equal(r, r[::-1]):
+            continue
+        plan = lni_plan(spec.size, d, eps)
+        start = d * plan.m_bit
+        from ldp.core.queries import user_parity_groups
+
+        wrong = int(np.dot(r[::-1], 1 << np.arange(d - 1, -1, -1)))
+        bounds = user_parity_groups(plan.a_users, 2**d)
+        oracle = InProcessLROracle(_spec(d, target, spec.size, seed=200 + trial, budget=eps))
+        from ldp.core.randomizers import RandomizerSpec
+        from ldp.learners.masked_parity import a_query_family
+        from ldp.local.messages import SessionKind
+        from ldp.local.session import Request, Session
+
+        (rep,) = await Session(oracle, SessionKind.NON_INTERACTIVE).round(
+            [Request.of(range(start + int(bounds[wrong]), start + int(bounds[wrong + 1])), RandomizerSpec("binary_rr", a_query_family(start, plan.a_users), eps))]
+        )
+        assert np.mean(rep.values) > 0.05  # the wrong group does not look like a = 0
+        checked += 1
+    assert checked >= 3
+
+
+async def test_lni_success_matches_its_prediction() -> None:
+    """d = 6, n = 12,000 (≈ 34 users per candidate): ``lni_success`` predicts p ≈ 0.71; over 40
+    seeded trials the number of exact targets must lie in the two-sided 99.9 % binomial interval
+    of that prediction (a false alarm w.p. ≤ 10^-3 if the prediction is right). A learner that
+    guesses a (a broken variant, p ≈ 0.38) would be outside that interval."""
+    from scipy.stats import binom
+
+    d, n, trials = 6, 12_000, 40
+    plan = lni_plan(n, d, 1.0)
+    p = float(lni_success(d, 1.0, plan.m_bit, plan.a_users))
+    lo, hi = binom.ppf(0.0005, trials, p), binom.isf(0.0005, trials, p)
+    rng = generator(6, "lni-prediction")
+    exact = 0
+    for trial in range(trials):
         target = concept_class("masked_parity", d).random_target(rng)
-        spec = _spec(d, target, 60_000, seed=100 + trial)
-        res = await learn_masked_parity_lni_candidates(InProcessLROracle(spec), d, 1.0, rng)
-        assert res.details["candidates"] < 2**d
-        coins += res.details["a_from"] == "coin"
-        errors.append(true_error(spec.referee(), res.hypothesis))
-    assert coins >= 12
-    assert 0.05 < np.mean(errors) < 0.45
+        spec = _spec(d, target, n, seed=300 + trial)
+        res = await learn_masked_parity_lni(InProcessLROracle(spec), d, 1.0, rng)
+        exact += res.hypothesis == target
+    assert lo <= exact <= hi, (exact, lo, hi, p)
+    coin = float(lni_success(d, 1.0, plan.m_bit, 0))  # no a-users: a is a coin
+    assert not lo <= binom.median(trials, coin) <= hi
 
 
 async def test_lni_sessions_refuse_a_second_round() -> None:

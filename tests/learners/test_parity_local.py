@@ -7,7 +7,7 @@ import numpy as np
 from ldp.core.concepts import ParityConcept, concept_class
 from ldp.core.population import PopulationSpec
 from ldp.core.rng import generator
-from ldp.learners.parity_local import candidate_group, correlation_query, learn_parity_local
+from ldp.learners.parity_local import correlation_family, correlation_query, learn_parity_local
 from ldp.learners.results import true_error
 from ldp.local.oracle import InProcessLROracle
 from ldp.sq.exact import ExactSQOracle
@@ -24,7 +24,7 @@ def test_correlation_query_is_one_for_the_target_and_half_otherwise() -> None:
 async def test_learns_small_d_and_fails_when_candidates_do_not_fit() -> None:
     rng = generator(1, "parity-local")
     d = 4
-    n = 2**d * candidate_group(d, 1.0)
+    n = 2**d * 200  # 200 users per candidate: the right one wins by a gap of 1/2 (σ ≈ 0.08 per group)
     for trial in range(3):
         target = concept_class("parity", d).random_target(rng)
         spec = PopulationSpec(concept_class("parity", d), target, size=n, seed=trial)
@@ -32,13 +32,30 @@ async def test_learns_small_d_and_fails_when_candidates_do_not_fit() -> None:
         res = await learn_parity_local(lr, d, 1.0, rng)
         assert res.details["covers_all"] and true_error(spec.referee(), res.hypothesis) == 0.0
         assert lr.transcript.rounds[0]["kind"] == "NON_INTERACTIVE"
-    # d = 16 with 200 000 users: K ≈ 200 000/group ≪ 2^16 candidates; wrong unless lucky (p < 1%).
+    # d = 16 with 200 000 users: ≈ 3 users per candidate, so the target's group estimate is lost
+    # among 2^16 noisy ones (each ±1.1 per report): wrong unless lucky (p < 1 % per trial).
     d = 16
     errors = []
     for trial in range(4):
         target = concept_class("parity", d).random_target(rng)
         spec = PopulationSpec(concept_class("parity", d), target, size=200_000, seed=trial)
         res = await learn_parity_local(InProcessLROracle(spec), d, 1.0, rng)
-        assert res.details["candidates"] < 2**d
+        assert res.details["group"] < 4
         errors.append(true_error(spec.referee(), res.hypothesis))
     assert np.mean(errors) == 0.5
+
+
+def test_the_family_asks_each_group_its_own_candidate() -> None:
+    """correlation_family gives group c exactly correlation_query(r_c) (r_c = c in binary, x's bit 0 first)."""
+    from ldp.core.queries import make_query, user_parity_groups
+
+    d, start, count = 3, 5, 21
+    schema = concept_class("parity", d).schema
+    records = generator(2, "family-records").integers(0, 2, (count, schema.width)).astype(np.int16)
+    users = np.arange(start, start + count)
+    family = make_query(correlation_family(start, count), schema).evaluate(records, users)
+    bounds = user_parity_groups(count, 2**d)
+    for c in range(2**d):
+        r = (c >> np.arange(d - 1, -1, -1)) & 1
+        rows = slice(int(bounds[c]), int(bounds[c + 1]))
+        assert family[rows].tolist() == make_query(correlation_query(r), schema).evaluate(records[rows]).tolist()

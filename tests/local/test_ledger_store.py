@@ -586,3 +586,34 @@ def test_two_processes_share_a_file(tmp_path):
     assert np.array_equal(ledger.spent_units(), reference.spent_units())
     assert np.array_equal(ledger.nonces(), reference.nonces())
     store.close()
+
+
+def test_one_load_memory_ledgers_drop_other_data_and_refuse_it_back() -> None:
+    """Sweeps load thousands of populations into one client: one-load ledgers keep only the live
+    data's ledgers. A reload of discarded data would restart its budget, so it is refused (a
+    broken variant that simply forgets, without refusing, would let A → B → A spend A twice)."""
+    import numpy as np
+    import pytest
+
+    from ldp.core.errors import LDPError
+    from ldp.local.ledger_store import MemoryLedgerStore, open_store
+
+    store = MemoryLedgerStore(one_load=True)
+    a = store.open("data-A", 0, 100, 1.0)
+    a.charge(np.arange(100), 1.0)
+    store.commit()
+    b = store.open("data-B", 0, 100, 1.0)
+    assert b.charge(np.arange(100), 1.0).accepted.all()
+    with pytest.raises(LDPError, match="refused"):
+        store.open("data-A", 0, 100, 1.0)
+    with pytest.raises(LDPError):
+        a.charge(np.arange(10), 0.5)  # A's ledger is closed, not merely hidden
+    assert store.open("data-B", 0, 100, 1.0) is b  # the live data is unaffected
+    assert not b.charge(np.arange(100), 0.5).accepted.any()  # and its budget is still spent
+    keep = MemoryLedgerStore()
+    keep.open("data-A", 0, 10, 1.0).charge(np.arange(10), 1.0)
+    keep.commit()
+    keep.open("data-B", 0, 10, 1.0)
+    assert not keep.open("data-A", 0, 10, 1.0).charge(np.arange(10), 0.5).accepted.any()  # the default keeps A
+    with pytest.raises(Exception, match="in memory only"):
+        open_store("/tmp/never.sqlite", one_load=True)

@@ -157,7 +157,7 @@ async def test_an_input_the_randomizer_refuses_is_an_error_that_does_not_name_th
     oracle = InProcessLROracle(population(), shards=2)
     spec = RandomizerSpec("kary_rr", label_query(), 0.5)
     label_cls = type(make_query(label_query(), population().schema))
-    monkeypatch.setattr(label_cls, "evaluate", lambda self, records: np.full(len(records), 12345.0))
+    monkeypatch.setattr(label_cls, "evaluate", lambda self, records, users=None: np.full(len(records), 12345.0))
     (reports,) = await Session(oracle, SessionKind.INTERACTIVE).round([Request.of(range(0, 3000), spec)])
     assert (reports.status == Status.ERROR).all() and "not reported" in reports.errors[0]
     assert "12345" not in " ".join(reports.errors)

@@ -240,6 +240,31 @@ async def test_loads_cannot_reset_raise_or_forge_a_budget() -> None:
             stop_clients([client], timeout_s=1.0)
 
 
+async def test_one_load_ledgers_refuse_a_reload_that_would_restart_a_budget() -> None:
+    """A sweep's clients keep only the live population's ledgers (``ledgers="one_load"``). The
+    aggregator cycles A → B → A to get A's budget back: the second Load of A is refused (the
+    client stays up and still serves B), so A's users never answer past their budget."""
+    key = new_seal_key()
+    a, b = population(n=N, budget=1.0, seed=45), population(n=N, budget=1.0, seed=46)
+    tally = Tally(0, N, 1.0)
+    async with HostileAggregator() as agg:
+        client = _spawn(agg.address, ClientConfig(seal_key=key, ledgers="one_load"))
+        try:
+            peer = await agg.accept()
+            await peer.handshake(0, N)
+            await peer.send(pb.ServerMessage(load=pb.Load(load_id=1, sealed_population=seal_population(key, a), first_user=0, user_count=N)))
+            assert not (await peer.recv()).ready.error
+            await _spend_range(peer, tally, 1, 0, [(1, "binary_rr", 1.0, BIT0)], kind=1)
+            await peer.send(pb.ServerMessage(load=pb.Load(load_id=2, sealed_population=seal_population(key, b), first_user=0, user_count=N)))
+            assert not (await peer.recv()).ready.error
+            await peer.send(pb.ServerMessage(load=pb.Load(load_id=3, sealed_population=seal_population(key, a), first_user=0, user_count=N)))
+            ready = (await peer.recv()).ready
+            assert ready.error and "refused" in ready.error
+            assert _alive(client) and tally.overspent() == 0
+        finally:
+            stop_clients([client], timeout_s=1.0)
+
+
 async def test_an_aggregator_that_keeps_every_byte_decodes_no_better_than_epsilon_allows() -> None:
     """Everything the aggregator received — Hello, Ready, reports — holds neither the seed, the
     report key nor a record, and the best decoder of x_0 from a binary RR report at ε = 1 (report

@@ -127,7 +127,7 @@ async def test_separation_is_identical_in_process_and_over_grpc(tmp_path) -> Non
     from simulations.separation import Config, run
 
     config = Config(
-        trials=2, cap=4096, bisect=1, masked_d=(2, 4), learners=("LI", "LNI-a"), curve_d=2, curve_users=(256, 1024), curve_trials=2, point_bits=(), out=None
+        trials=2, cap=4096, resolution=2.0, masked_d=(2, 4), learners=("LI", "LNI"), curve_d=2, curve_users=(256, 1024), curve_trials=2, point_bits=(), out=None
     )
     in_process = await run(config)
     async with grpc_oracle_factory(2) as factory:
