@@ -25,6 +25,7 @@ import time
 
 import numpy as np
 
+from ldp.core.population import PopulationSpec
 from ldp.local.ledger_store import LedgerStore, MemoryLedgerStore, SqliteLedgerStore
 
 IDENTITY = "benchmark-identity"
@@ -115,9 +116,8 @@ def main() -> None:
             print(f"  reopen after 100 rounds, {how}: {seconds * 1e3:7.1f} ms  (file {size / 2**10:,.0f} KiB)")
 
 
-def _population(n: int) -> "PopulationSpec":
+def _population(n: int) -> PopulationSpec:
     from ldp.core.concepts import concept_class
-    from ldp.core.population import PopulationSpec
     from ldp.core.rng import generator
 
     cc = concept_class("parity", 8)

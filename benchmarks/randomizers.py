@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 from rich.console import Console
@@ -60,11 +60,11 @@ def main(argv: list[str] | None = None) -> None:
         query = record_query() if kind == "record_rr" else field_query("x", 0)
         # float laplace is not requestable by users (not auditable); benchmarked in process only
         R = LocalRandomizer.build(RandomizerSpec(kind, query, 1.0), spec.schema, allow_unaudited=kind == "laplace")
-        ours = best_of(lambda: R.apply(records, randomness))
+        ours = best_of(lambda R=R: R.apply(records, randomness))
         theirs = best_of(plain[kind])
         # Transparency (KLNRS Def. 4.7): Pr[R(u) = w] for every (input, report) pair, vectorized.
         inputs, reports = R.inputs(records), R.apply(records, randomness)
-        exact = best_of(lambda: R.randomizer.log_prob(inputs, reports))
+        exact = best_of(lambda R=R, inputs=inputs, reports=reports: R.randomizer.log_prob(inputs, reports))
         table.add_row(kind, f"{n / ours:,.0f}", f"{n / theirs:,.0f}", f"{theirs / ours:.2f}", f"{n / exact:,.0f}")
     draws = best_of(lambda: randomness.uniform(0))
     table.add_row("(one uniform per user)", f"{n / draws:,.0f}", f"{n / best_of(lambda: gen.random(n)):,.0f}", "", "")

@@ -1,5 +1,19 @@
 """ldp — a simulator of the local model of differential privacy.
 
+Everything a study needs is one import away, and loaded only when first used (so ``import ldp``
+costs a few milliseconds; the gRPC transport is imported only by a program that asks for it):
+
+>>> import ldp
+>>> cc = ldp.concept_class("masked_parity", 4)
+>>> population = ldp.PopulationSpec(cc, cc.random_target(ldp.generator(0, "target")), size=10_000, budget=1.0, seed=0)
+>>> oracle = ldp.InProcessLROracle(population)
+>>> session = ldp.Session(oracle, ldp.SessionKind.NON_INTERACTIVE)
+>>> rr = ldp.RandomizerSpec("binary_rr", ldp.field_query("b"), epsilon=1.0)
+>>> (reports,) = ldp.run(session.round([ldp.Request.of(range(10_000), rr)]))
+>>> estimate = ldp.BinaryRandomizedResponse(1.0).estimate(reports.values).mean()
+>>> bool(abs(estimate - 0.5) < 0.05)  # Pr[b = 1] = 1/2, debiased from ε = 1 reports
+True
+
 Layers (imports point down only; see docs/design.md §2):
 
 - ``ldp.core``      pure math: randomness, schema/queries, randomizers, budgets, concepts, audit
@@ -8,34 +22,161 @@ Layers (imports point down only; see docs/design.md §2):
 - ``ldp.sq``        SQ oracles and the SQ ↔ local simulations (KLNRS §4)
 - ``ldp.learners``  local learners (MASKED-PARITY, PARITY attempts, SQ learners)
 - ``ldp.central``   trusted-curator mechanisms and learners (the baselines)
+
+The names below are the everyday workflow; everything else lives in its layer's module.
 """
 
-from ldp.core.concepts import ConceptClass, Referee, concept_class
-from ldp.core.errors import LDPError
-from ldp.core.population import PopulationSpec
-from ldp.core.randomizers import LocalRandomizer, RandomizerSpec
-from ldp.local.messages import SessionKind, Users
-from ldp.local.oracle import InProcessLROracle, LROracle, Reports
-from ldp.local.session import Request, Session
+from __future__ import annotations
 
-__all__ = [
-    "ConceptClass",
-    "Referee",
-    "concept_class",
-    "LDPError",
-    "PopulationSpec",
-    "LocalRandomizer",
-    "RandomizerSpec",
-    "SessionKind",
-    "Users",
-    "InProcessLROracle",
-    "LROracle",
-    "Reports",
-    "Request",
-    "Session",
-]
+import asyncio
+import importlib
+from collections.abc import Coroutine
+from typing import TYPE_CHECKING, Any, TypeVar
+
+# name → module that defines it (PEP 562 lazy attributes: nothing below is imported until used)
+_EXPORTS: dict[str, str] = {
+    # data: concept classes, populations, records
+    "concept_class": "ldp.core.concepts",
+    "ConceptClass": "ldp.core.concepts",
+    "Referee": "ldp.core.concepts",
+    "PopulationSpec": "ldp.core.population",
+    "load_data": "ldp.core.datafile",
+    "generator": "ldp.core.rng",
+    # queries
+    "QuerySpec": "ldp.core.queries",
+    "field_query": "ldp.core.queries",
+    "label_query": "ldp.core.queries",
+    "conjunction": "ldp.core.queries",
+    "parity": "ldp.core.queries",
+    "bent": "ldp.core.queries",
+    "user_parity": "ldp.core.queries",
+    "product": "ldp.core.queries",
+    "affine": "ldp.core.queries",
+    "record_query": "ldp.core.queries",
+    # randomizers and their audit
+    "RandomizerSpec": "ldp.core.randomizers",
+    "LocalRandomizer": "ldp.core.randomizers",
+    "BinaryRandomizedResponse": "ldp.core.randomizers",
+    "KaryRandomizedResponse": "ldp.core.randomizers",
+    "DiscreteLaplaceRandomizer": "ldp.core.randomizers",
+    "randomizer_kinds": "ldp.core.randomizers",
+    "verify_exact": "ldp.core.audit",
+    "audit_epsilon": "ldp.core.audit",
+    # budgets
+    "Ledger": "ldp.core.budget",
+    # talking to users
+    "LROracle": "ldp.local.oracle",
+    "InProcessLROracle": "ldp.local.oracle",
+    "Reports": "ldp.local.oracle",
+    "Session": "ldp.local.session",
+    "Request": "ldp.local.session",
+    "SessionKind": "ldp.local.messages",
+    "Users": "ldp.local.messages",
+    "Status": "ldp.local.messages",
+    "launch_local": "ldp.wire.launcher",
+    "grpc_oracle_factory": "ldp.wire.launcher",
+    # errors
+    "LDPError": "ldp.core.errors",
+    "ParameterError": "ldp.core.errors",
+}
+
+__all__ = sorted([*_EXPORTS, "run", "__version__"])
+
+T = TypeVar("T")
+
+
+def run(coroutine: Coroutine[Any, Any, T]) -> T:
+    """Run a coroutine (a ``Session.round``, a learner) to completion and return its result (or
+    raise its exception): what a script would do with ``asyncio.run``.
+
+    Why not ``asyncio.run``: the same code runs as a script and in a notebook. In a script no
+    event loop runs and ``asyncio.run`` is right. In a notebook the kernel already runs a loop in
+    the main thread, where ``asyncio.run`` raises "cannot be called from a running event loop";
+    top-level ``await`` would be a syntax error in the script form, and ``nest_asyncio`` would
+    patch asyncio for the whole process. So when a loop is running in this thread, the coroutine
+    runs on a fresh event loop in a worker thread and this call blocks until it is done.
+    Interrupting while it waits cancels the coroutine (its ``async with`` blocks close, e.g.
+    client processes stop) before re-raising.
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:  # no loop in this thread: a script, or a plain Python console
+        return asyncio.run(coroutine)
+    import concurrent.futures
+    import contextlib
+
+    started: concurrent.futures.Future[tuple[asyncio.AbstractEventLoop, asyncio.Task[Any]]] = concurrent.futures.Future()
+
+    async def main() -> T:
+        task = asyncio.current_task()
+        assert task is not None
+        started.set_result((asyncio.get_running_loop(), task))
+        return await coroutine
+
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="ldp-run")
+    done: concurrent.futures.Future[T] | None = None
+    try:
+        done = pool.submit(asyncio.run, main())
+        return done.result()
+    except BaseException:  # KeyboardInterrupt (a kernel interrupt) while waiting
+        if done is not None and not done.done():
+            loop, task = started.result()
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: nothing to cancel
+                loop.call_soon_threadsafe(task.cancel)
+        raise
+    finally:
+        pool.shutdown(wait=True)  # the cancelled coroutine's cleanup has run when this returns
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'ldp' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # cache: the next access is a plain attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))
+
+
+if TYPE_CHECKING:  # for type checkers and IDEs: the same names, eagerly
+    from ldp.core.audit import audit_epsilon, verify_exact
+    from ldp.core.budget import Ledger
+    from ldp.core.concepts import ConceptClass, Referee, concept_class
+    from ldp.core.datafile import load_data
+    from ldp.core.errors import LDPError, ParameterError
+    from ldp.core.population import PopulationSpec
+    from ldp.core.queries import (
+        QuerySpec,
+        affine,
+        bent,
+        conjunction,
+        field_query,
+        label_query,
+        parity,
+        product,
+        record_query,
+        user_parity,
+    )
+    from ldp.core.randomizers import (
+        BinaryRandomizedResponse,
+        DiscreteLaplaceRandomizer,
+        KaryRandomizedResponse,
+        LocalRandomizer,
+        RandomizerSpec,
+        randomizer_kinds,
+    )
+    from ldp.core.rng import generator
+    from ldp.local.messages import SessionKind, Status, Users
+    from ldp.local.oracle import InProcessLROracle, LROracle, Reports
+    from ldp.local.session import Request, Session
+    from ldp.wire.launcher import grpc_oracle_factory, launch_local
+
 try:  # one source: the version in pyproject.toml, as installed
-    from importlib.metadata import PackageNotFoundError, version as _version
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as _version
 
     __version__ = _version("ldp")
 except PackageNotFoundError:  # pragma: no cover - running from a source tree that was never installed

@@ -14,10 +14,10 @@ import asyncio
 import sys
 from pathlib import Path
 
-from rich.console import Console
 from rich import box
-from rich.table import Table
+from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
 
 from ldp.local.oracle import InProcessLROracle
 from simulations import randomized_response, separation

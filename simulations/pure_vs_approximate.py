@@ -10,23 +10,20 @@ true error ≤ α in at least a (1 − β) fraction of seeded trials, on the kno
 * THRESH_d: ½ on t−1 (label 1), ½ on t (label 0). Learners: the pure exponential mechanism (grows with d)
   and LearnThresholds via RecConcave (flat in d at these sizes; crossover only at d ≈ 300–450 bits).
 
-Writes ``result.json``, ``m90.csv``, ``m90.png`` and ``table.md`` into ``--out`` and prints the table.
+Writes ``result.json``, ``m90.csv``, ``m90.png`` and ``table.md`` into ``--out`` (default
+``results/pure-vs-approximate``, the experiment's name under ``ldp-sim run``) and prints the table.
 """
 
 from __future__ import annotations
 
-import argparse
-import csv
-import json
 import math
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
-
-from ldp.core.rng import generator
 
 from ldp.central.point import (
     learn_point_approx,
@@ -37,8 +34,14 @@ from ldp.central.point import (
     random_point,
 )
 from ldp.central.thresholds import learn_thresholds_approx, learn_thresholds_pure
+from ldp.core.rng import generator
+from simulations import reporting
+from simulations.reporting import data_ticks, log_decades, markdown_table, new_figure, readable_log_axis, save_figure, simulation_main, write_csv, write_json
 
-__all__ = ["Config", "Result", "run", "main", "quick_config"]
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+__all__ = ["Config", "Result", "run", "main", "quick_config", "plot", "write_outputs", "table_rows", "print_table", "DEFAULT_OUT", "TABLE_HEADERS"]
 
 
 @dataclass(frozen=True)
@@ -150,7 +153,7 @@ def run(config: Config) -> Result:
     for learner in point_learners:
         for bits in cfg.point_bits:
             m90 = find_m90(
-                lambda m: _point_success(cfg, learner, bits, m, cfg.trials), target, cfg.max_m, cfg.rel_tol
+                lambda m, learner=learner, bits=bits: _point_success(cfg, learner, bits, m, cfg.trials), target, cfg.max_m, cfg.rel_tol
             )
             theory = (
                 point_pure_sample_size(cfg.alpha, cfg.beta, cfg.epsilon, bits)
@@ -166,7 +169,7 @@ def run(config: Config) -> Result:
     for learner in ("thresh/pure", "thresh/RecConcave"):
         for bits in cfg.threshold_bits:
             m90 = find_m90(
-                lambda m: _thresh_success(cfg, learner, bits, m, cfg.threshold_trials), target, cfg.max_m,
+                lambda m, learner=learner, bits=bits: _thresh_success(cfg, learner, bits, m, cfg.threshold_trials), target, cfg.max_m,
                 cfg.rel_tol,
             )
             theory = (
@@ -195,92 +198,84 @@ def central_baselines() -> list[dict]:
     ]
 
 
+DEFAULT_OUT = "results/pure-vs-approximate"  # results/<experiment name>, as `ldp-sim run pure-vs-approximate` writes
+CSV_COLUMNS = ("task", "learner", "privacy", "bits", "m90", "theory", "trials")
+TABLE_HEADERS = ("task", "learner", "privacy", "d (bits)", "m_90", "theory")
+
+
+def table_rows(result: Result) -> list[tuple[object, ...]]:
+    """One row per (learner, d): m_90 ("> max" when never reached) and the theory bound ("–": none)."""
+    return [(r["task"], r["learner"], r["privacy"], r["bits"], r["m90"] if r["m90"] is not None else "> max",
+             r["theory"] if r["theory"] is not None else "–") for r in result.rows]
+
+
 def _markdown(result: Result) -> str:
     cfg = result.config
-    lines = [
+    baselines = [(b["class"], b["model"], b["learner"], b["users"]) for b in result.baselines]
+    return "\n".join([
         f"# Pure vs approximate central DP (α={cfg.alpha}, β={cfg.beta}, ε={cfg.epsilon}, δ={cfg.delta:g})",
         "",
         "m_90 = smallest sample size with true error ≤ α in ≥ 1−β of seeded trials.",
         "",
-        "| task | learner | privacy | d (bits) | m_90 | theory bound |",
-        "|---|---|---|---|---|---|",
-    ]
-    for r in result.rows:
-        lines.append(
-            f"| {r['task']} | {r['learner']} | {r['privacy']} | {r['bits']} | "
-            f"{r['m90'] if r['m90'] is not None else '> max'} | {r['theory'] if r['theory'] is not None else '–'} |"
-        )
-    lines += ["", "## Central baselines for the separation table", "", "| class | model | learner | users |", "|---|---|---|---|"]
-    for b in result.baselines:
-        lines.append(f"| {b['class']} | {b['model']} | {b['learner']} | {b['users']} |")
-    lines.append("")
-    lines.append(f"Run time: {result.seconds:.1f} s")
-    return "\n".join(lines) + "\n"
+        markdown_table((*TABLE_HEADERS[:-1], "theory bound"), table_rows(result)),
+        "",
+        "## Central baselines for the separation table",
+        "",
+        markdown_table(("class", "model", "learner", "users"), baselines),
+        "",
+        f"Run time: {result.seconds:.1f} s",
+    ]) + "\n"
 
 
-def _plot(result: Result, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+def plot(result: Result) -> Figure:
+    """m_90 against d per learner, POINT_d and THRESH_d side by side (log users; d at the grid)."""
+    fig, axes = new_figure(2, 5.6, 4.2)
     for ax, task in zip(axes, ("POINT_d", "THRESH_d")):
         rows = [r for r in result.rows if r["task"] == task]
         for learner in dict.fromkeys(r["learner"] for r in rows):
             pts = [(r["bits"], r["m90"]) for r in rows if r["learner"] == learner and r["m90"] is not None]
             if pts:
                 xs, ys = zip(*pts)
-                ax.plot(xs, ys, marker="o", label=learner)
+                privacy = "ε-DP" if learner == "pure" else "(ε,δ)-DP"
+                ax.plot(xs, ys, marker="o", label=f"{learner} ({privacy})")
+        bits = sorted({r["bits"] for r in rows})
+        doubling = len(bits) > 2 and bits[-1] / bits[0] >= 8  # a doubling grid reads best on a log2 axis
+        if doubling:
+            ax.set_xscale("log", base=2)
+        if bits:
+            data_ticks(ax.xaxis, bits)
         ax.set_yscale("log")
-        ax.set_xlabel("d (bits; domain size 2^d)")
-        ax.set_ylabel("users needed (m_90)")
+        ax.set_xlabel(f"d (bits{', log scale' if doubling else ''}; domain size 2^d)")
+        ax.set_ylabel("users needed (m_90, log scale)")
         ax.set_title(task)
-        ax.grid(True, which="both", alpha=0.3)
-        ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+        ax.grid(True, which="major", alpha=0.3)
+        if ax.get_lines():
+            ax.legend(loc="best")
+    plain = all(log_decades(ax.yaxis) <= 3.0 for ax in axes if ax.get_lines())
+    for ax in axes:
+        if ax.get_lines():
+            readable_log_axis(ax.yaxis, plain)
+    return fig
 
 
 def write_outputs(result: Result, out: Path) -> None:
+    """result.json, m90.csv, table.md and m90.png in ``out`` (created if missing)."""
     out.mkdir(parents=True, exist_ok=True)
-    (out / "result.json").write_text(
-        json.dumps({"config": asdict(result.config), "rows": list(result.rows), "seconds": result.seconds,
-                    "baselines": list(result.baselines)}, indent=2)
-    )
-    with open(out / "m90.csv", "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=["task", "learner", "privacy", "bits", "m90", "theory", "trials"])
-        w.writeheader()
-        w.writerows(result.rows)
+    write_json(out / "result.json", {"config": asdict(result.config), "rows": list(result.rows), "seconds": result.seconds,
+                                     "baselines": list(result.baselines)})
+    write_csv(out / "m90.csv", result.rows, CSV_COLUMNS)
     (out / "table.md").write_text(_markdown(result))
-    _plot(result, out / "m90.png")
+    save_figure(plot(result), out / "m90.png")
 
 
-def _print_table(result: Result) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title="users needed (m_90): pure vs approximate central DP")
-    for col in ("task", "learner", "privacy", "d (bits)", "m_90", "theory"):
-        table.add_column(col)
-    for r in result.rows:
-        table.add_row(r["task"], r["learner"], r["privacy"], str(r["bits"]),
-                      str(r["m90"]) if r["m90"] is not None else "> max", str(r["theory"] or "–"))
-    Console().print(table)
+def print_table(result: Result) -> None:
+    reporting.print_table("users needed (m_90): pure vs approximate central DP", TABLE_HEADERS, table_rows(result))
 
 
 def main(argv: list[str] | None = None) -> Result:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="small grid, few trials (< 60 s)")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--out", type=Path, default=Path("results/pure_vs_approximate"))
-    args = ap.parse_args(argv)
-    cfg = quick_config(args.seed) if args.quick else Config(seed=args.seed)
-    result = run(cfg)
-    write_outputs(result, args.out)
-    _print_table(result)
-    return result
+    return simulation_main(argv, description=__doc__.splitlines()[0], default_out=DEFAULT_OUT, quick_help="small grid, few trials (< 60 s)",
+                           configure=lambda quick, seed: quick_config(seed) if quick else Config(seed=seed),
+                           run=run, write=write_outputs, show=print_table)
 
 
 if __name__ == "__main__":

@@ -36,14 +36,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import csv
 import json
 import math
 import sys
 import time
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any, AsyncContextManager, Callable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from scipy.stats import beta as beta_distribution
@@ -60,16 +61,21 @@ from ldp.learners.masked_parity import (
     lni_lemma43_users,
     lni_users_for,
 )
-from ldp.learners.theorem51 import lni_users_lower_bound
 from ldp.learners.occam import learn_occam, occam_sample_size
 from ldp.learners.parity import PackedExamples, a_star_sample_size, algorithm_a_star
 from ldp.learners.parity_local import learn_parity_local, parity_local_lemma43_users
 from ldp.learners.results import LearnerResult, true_error
+from ldp.learners.theorem51 import lni_users_lower_bound
 from ldp.local.oracle import InProcessLROracle, LROracle
+from simulations import reporting
+from simulations.reporting import data_ticks, new_figure, readable_log_axis, save_figure, write_csv, write_json
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 __all__ = ["Config", "quick_config", "run", "main", "in_process_oracle", "LEARNERS"]
 
-OracleFactory = Callable[[PopulationSpec], AsyncContextManager[LROracle]]
+OracleFactory = Callable[[PopulationSpec], AbstractAsyncContextManager[LROracle]]
 
 
 @contextlib.asynccontextmanager
@@ -531,7 +537,67 @@ def _fmt_success(entry: dict[str, Any] | None) -> str:
     return f"{entry['successes']}/{entry['trials']} [{low:.2f}, {high:.2f}]{early}"
 
 
+def _search_table(result: dict[str, Any]) -> str:
+    """Every (learner, d): users needed, the bracket, successes with intervals, the bound."""
+    c = result["config"]
+    rows = []
+    for r in result["rows"]:
+        bound = f"{r['bound']:,} ({r['bound_source']})" if r["bound"] else "—"
+        ratio = f"{r['measured_over_bound']:.3g}" if r["measured_over_bound"] is not None else "—"
+        last = f"{r['last_failing']:,}" if r.get("last_failing") else "—"
+        success = _fmt_success(r) if r.get("ci") else f"≥ {1 - c['beta']:.0%} of {r['trials']}"  # the POINT rows: m_90 of their own search
+        rows.append((r["family"], r["learner"], r["model"], r["d"], _fmt_users(r, c["cap"]), last, success, _fmt_success(r.get("below")), bound, ratio))
+    headers = ("class", "learner", "model", "d", "users needed", "last failing", "successes at users needed [95 % CI]",
+               "successes at last failing", "bound (source)", "measured/bound")
+    return reporting.markdown_table(headers, rows, align="lllrrrlllr")
+
+
+def _ratio_table(result: dict[str, Any]) -> str:
+    """Per d: LNI over LI, measured and against the Theorem 5.1 bound for any LNI protocol."""
+    lower = {r["d"]: r["lni_lower_bound"] for r in result["rows"] if r["learner"] == "LNI"}
+    rows = []
+    for q in result["ratios"]:
+        lni = f"{q['LNI']:,}" if q["LNI"] is not None else f"> {q['LNI_failed_at']:,}"
+        ratio = f"{'> ' if q['ratio_is_lower_limit'] else ''}{q['ratio']:.3g}"
+        predicted = f"{q['predicted_ratio']:.3g}" if q["predicted_ratio"] else "—"
+        rows.append((q["d"], f"{q['LI']:,}", lni, ratio, f"{lower[q['d']]:,}", f"{q['lower_bound_ratio']:.3g}", predicted))
+    headers = ("d", "LI users", "LNI users", "LNI / LI", "any LNI ≥", "(any LNI) / LI", "LNI predicted / LI")
+    return reporting.markdown_table(headers, rows, align="r" * len(headers))
+
+
+def _growth_table(fits: dict[str, Any]) -> str:
+    """Per learner: the log-log and log2-linear fits of users against d, and the better one."""
+    rows = []
+    for name, g in fits.items():
+        kind = "polynomial" if g["loglog_r2"] >= g["log2_per_d_r2"] else "exponential"
+        rows.append((name, ", ".join(map(str, g["d"])), f"{g['loglog_slope']:.2f} ({g['loglog_r2']:.3f})",
+                     f"{g['log2_per_d']:.3f} ({g['log2_per_d_r2']:.3f})", kind))
+    return reporting.markdown_table(("learner", "d fitted", "log-log slope (R²)", "log2 n per unit d (R²)", "growth"), rows, align="llrrl")
+
+
+def _tried_table(searched: list[dict[str, Any]]) -> str:
+    """Every size each search tried, in order."""
+    rows = []
+    for r in searched:
+        tried = "; ".join(
+            f"{e['users']:,}: {e['successes']}/{e['trials']} [{e['ci'][0]:.2f}, {e['ci'][1]:.2f}]{'*' if e.get('stopped_early') else ''}" for e in r["evaluations"]
+        )
+        rows.append((r["learner"], r["d"], tried))
+    return reporting.markdown_table(("learner", "d", "sizes tried"), rows, align="lrl")
+
+
+def _curves_table(curves: list[dict[str, Any]]) -> str:
+    """Success and mean error per learner (rows) and number of users (columns)."""
+    users = sorted({e["users"] for e in curves})
+    rows = []
+    for learner in dict.fromkeys(e["learner"] for e in curves):
+        by_n = {e["users"]: e for e in curves if e["learner"] == learner}
+        rows.append((learner, *(f"{_fmt_success(by_n[u])}, error {by_n[u]['mean_error']:.3f}" for u in users)))
+    return reporting.markdown_table(("learner", *(f"{u:,}" for u in users)), rows)
+
+
 def markdown_table(result: dict[str, Any]) -> str:
+    """table.md: the searches, the LNI/LI ratios, the growth fits, every size tried, the curves."""
     c = result["config"]
     lines = [
         f"Users needed for error ≤ α = {c['alpha']} in ≥ {1 - c['beta']:.0%} of {c['trials']} seeded trials "
@@ -540,18 +606,8 @@ def markdown_table(result: dict[str, Any]) -> str:
         "(at this rule) lies in (last failing, users needed]. Successes are k/T with the 95 % Clopper–Pearson "
         "interval; sizes abandoned once the success rate was out of reach say \"stopped early\".",
         "",
-        "| class | learner | model | d | users needed | last failing | successes at users needed [95 % CI] | successes at last failing | bound (source) | measured/bound |",
-        "|---|---|---|---:|---:|---:|---|---|---|---:|",
+        _search_table(result),
     ]
-    for r in result["rows"]:
-        bound = f"{r['bound']:,} ({r['bound_source']})" if r["bound"] else "—"
-        ratio = f"{r['measured_over_bound']:.3g}" if r["measured_over_bound"] is not None else "—"
-        last = f"{r['last_failing']:,}" if r.get("last_failing") else "—"
-        success = _fmt_success(r) if r.get("ci") else f"≥ {1 - c['beta']:.0%} of {r['trials']}"  # the POINT rows: m_90 of their own search
-        lines.append(
-            f"| {r['family']} | {r['learner']} | {r['model']} | {r['d']} | {_fmt_users(r, c['cap'])} | {last} | "
-            f"{success} | {_fmt_success(r.get('below'))} | {bound} | {ratio} |"
-        )
     if result.get("ratios"):
         lines += [
             "",
@@ -559,15 +615,8 @@ def markdown_table(result: dict[str, Any]) -> str:
             f"4·2^d·ln(1/(4β))/(e^ε − 1)² for every non-interactive protocol (β = {c['beta']}); \"predicted\" is the fair "
             "learner's normal-approximation sizing.",
             "",
-            "| d | LI users | LNI users | LNI / LI | any LNI ≥ | (any LNI) / LI | LNI predicted / LI |",
-            "|---:|---:|---:|---:|---:|---:|---:|",
+            _ratio_table(result),
         ]
-        lower = {r["d"]: r["lni_lower_bound"] for r in result["rows"] if r["learner"] == "LNI"}
-        for q in result["ratios"]:
-            lni = f"{q['LNI']:,}" if q["LNI"] is not None else f"> {q['LNI_failed_at']:,}"
-            ratio = f"{'> ' if q['ratio_is_lower_limit'] else ''}{q['ratio']:.3g}"
-            predicted = f"{q['predicted_ratio']:.3g}" if q["predicted_ratio"] else "—"
-            lines.append(f"| {q['d']} | {q['LI']:,} | {lni} | {ratio} | {lower[q['d']]:,} | {q['lower_bound_ratio']:.3g} | {predicted} |")
     fits = {k: v for k, v in (result.get("growth") or {}).items() if v}
     if fits:
         lines += [
@@ -575,58 +624,47 @@ def markdown_table(result: dict[str, Any]) -> str:
             "Fitted growth of the users needed (least squares over the d that succeeded): log n against log d "
             "(slope = polynomial degree) and log2 n against d (slope 1 = doubling with every unit of d); the larger R² names the better description.",
             "",
-            "| learner | d fitted | log-log slope (R²) | log2 n per unit d (R²) | growth |",
-            "|---|---|---:|---:|---|",
+            _growth_table(fits),
         ]
-        for name, g in fits.items():
-            kind = "polynomial" if g["loglog_r2"] >= g["log2_per_d_r2"] else "exponential"
-            lines.append(
-                f"| {name} | {', '.join(map(str, g['d']))} | {g['loglog_slope']:.2f} ({g['loglog_r2']:.3f}) | "
-                f"{g['log2_per_d']:.3f} ({g['log2_per_d_r2']:.3f}) | {kind} |"
-            )
     searched = [r for r in result["rows"] if r.get("evaluations")]
     if searched:
         lines += [
             "",
             "Every size the search tried, in order: users: successes/trials [95 % Clopper–Pearson] (* stopped early once the success rate was out of reach; its interval ignores that stopping rule).",
             "",
-            "| learner | d | sizes tried |",
-            "|---|---:|---|",
+            _tried_table(searched),
         ]
-        for r in searched:
-            tried = "; ".join(
-                f"{e['users']:,}: {e['successes']}/{e['trials']} [{e['ci'][0]:.2f}, {e['ci'][1]:.2f}]{'*' if e.get('stopped_early') else ''}" for e in r["evaluations"]
-            )
-            lines.append(f"| {r['learner']} | {r['d']} | {tried} |")
     if result["curves"]:
-        lines += ["", f"Success rate and mean error against users at d = {result['curves'][0]['d']} ({c['curve_trials']} trials each):", ""]
-        users = sorted({e["users"] for e in result["curves"]})
-        lines.append("| learner | " + " | ".join(f"{u:,}" for u in users) + " |")
-        lines.append("|---|" + "---|" * len(users))
-        for learner in dict.fromkeys(e["learner"] for e in result["curves"]):
-            by_n = {e["users"]: e for e in result["curves"] if e["learner"] == learner}
-            lines.append(f"| {learner} | " + " | ".join(f"{_fmt_success(by_n[u])}, error {by_n[u]['mean_error']:.3f}" for u in users) + " |")
+        lines += ["", f"Success rate and mean error against users at d = {result['curves'][0]['d']} ({c['curve_trials']} trials each):", "", _curves_table(result["curves"])]
     return "\n".join(lines) + "\n"
 
 
+USERS_CSV = ("family", "learner", "model", "d", "users_needed", "last_failing", "status", "successes", "trials", "ci_low", "ci_high",
+             "mean_error", "bound", "bound_source", "measured_over_bound", "lni_lower_bound", "predicted", "seconds")
+CURVES_CSV = ("learner", "d", "users", "trials", "successes", "ci_low", "ci_high", "mean_error")
+
+
+def _csv_rows(entries: list[dict[str, Any]], columns: tuple[str, ...]) -> list[dict[str, Any]]:
+    """``entries`` under ``columns``: the interval split into ci_low/ci_high, absent values empty."""
+    rows = []
+    for e in entries:
+        low, high = e.get("ci") or (None, None)
+        rows.append({k: e.get(k) for k in columns} | {"ci_low": low, "ci_high": high})
+    return rows
+
+
 def write_outputs(result: dict[str, Any], out: Path) -> list[Path]:
+    """result.json, users_needed.csv, curves.csv, table.md and separation.png in ``out``; their paths."""
     out.mkdir(parents=True, exist_ok=True)
-    paths = [out / "result.json", out / "users_needed.csv", out / "curves.csv", out / "table.md", out / "separation.png"]
-    paths[0].write_text(json.dumps({k: v for k, v in result.items() if k != "files"}, indent=1, default=str))
-    with paths[1].open("w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["family", "learner", "model", "d", "users_needed", "last_failing", "status", "successes", "trials", "ci_low", "ci_high", "mean_error", "bound", "bound_source", "measured_over_bound", "lni_lower_bound", "predicted", "seconds"])
-        for r in result["rows"]:
-            ci = r.get("ci") or ("", "")
-            w.writerow([r["family"], r["learner"], r["model"], r["d"], r["users_needed"] or "", r.get("last_failing") or "", r["status"], r["successes"], r["trials"], ci[0], ci[1], r["mean_error"], r["bound"] or "", r["bound_source"], r["measured_over_bound"] or "", r.get("lni_lower_bound", ""), r.get("predicted", ""), r["seconds"]])
-    with paths[2].open("w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["learner", "d", "users", "trials", "successes", "ci_low", "ci_high", "mean_error"])
-        for e in result["curves"]:
-            w.writerow([e["learner"], e["d"], e["users"], e["trials"], e["successes"], e["ci"][0], e["ci"][1], e["mean_error"]])
+    paths = [
+        write_json(out / "result.json", {k: v for k, v in result.items() if k != "files"}),
+        write_csv(out / "users_needed.csv", _csv_rows(result["rows"], USERS_CSV), USERS_CSV),
+        write_csv(out / "curves.csv", _csv_rows(result["curves"], CURVES_CSV), CURVES_CSV),
+        out / "table.md",
+    ]
     paths[3].write_text(result["table"])
-    _plot(result, paths[4])
-    return paths
+    save_figure(plot(result), out / "separation.png")
+    return [*paths, out / "separation.png"]
 
 
 STYLES = {
@@ -655,77 +693,84 @@ def _users_axis(ax: Any, rows: list[dict[str, Any]], cap: int) -> None:
             ax.errorbar(d, n, yerr=[n - low, np.zeros_like(n)], color=color, marker=marker, capsize=3, label=f"{learner}: {family}, {MODEL_SHORT.get(mine[0]['model'], mine[0]['model'])}")
         failed = [r["d"] for r in mine if r["users_needed"] is None]
         if failed:
-            ax.scatter(failed, [cap] * len(failed), color=color, marker=marker, facecolors="none", s=110, zorder=5, label=f"{learner}: fails at the cap {cap:.0e}")
-    ax.axhline(cap, color="gray", ls=":", lw=1)
-    ax.annotate(f"cap {cap:,}", (0.35, cap), xycoords=("axes fraction", "data"), ha="left", va="bottom", fontsize=7, color="gray")
+            ax.scatter(failed, [cap] * len(failed), color=color, marker=marker, facecolors="none", s=110, zorder=5, label=f"{learner}: fails at the cap")
+    ax.axhline(cap, color="gray", ls=":", lw=1, label=f"cap: {cap:,} users, the most a search tries")
     ax.set_yscale("log")
 
 
-def _plot(result: dict[str, Any], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+def _masked_axes(ax: Any, result: dict[str, Any], masked: list[dict[str, Any]]) -> None:
+    """MASKED-PARITY: LI and LNI against d, the Theorem 5.1 bound and the fair LNI's prediction."""
     c = result["config"]
-    cap = c["cap"]
+    _users_axis(ax, masked, c["cap"])
+    dims = sorted({r["d"] for r in masked})
+    grid = np.arange(min(dims), max(dims) + 1)
+    bound = [lni_users_lower_bound(int(d), c["epsilon"], c["beta"]) for d in grid]
+    lone = "_" if len(grid) < 2 else None  # a line through one point draws nothing: mark it
+    ax.plot(grid, bound, color="black", ls="--", lw=1.2, marker=lone, markersize=12, label="any LNI protocol needs ≥ (Thm 5.1, corrected)")
+    predicted = [(r["d"], r["predicted"]) for r in masked if r.get("predicted")]
+    if predicted:
+        ax.plot(*zip(*predicted), color="tab:orange", ls=":", lw=1.2, marker="_" if len(predicted) < 2 else None, markersize=12, label="fair LNI, predicted")
+    # where the gap has opened, as the legend's title: it moves with the legend, off the data
+    gaps = [f"d = {q['d']}: {'> ' if q['ratio_is_lower_limit'] else ''}×{q['ratio']:.0f}" for q in result.get("ratios") or [] if q["ratio"] >= 4]
+    data_ticks(ax.xaxis, dims)
+    readable_log_axis(ax.yaxis)
+    ax.set_xlabel("d (linear axis: a straight line is exponential growth)")
+    ax.set_ylabel(f"users for error ≤ {c['alpha']} w.p. ≥ {1 - c['beta']:.0%} (log scale)")
+    ax.set_title("MASKED-PARITY: interactive vs one round")
+    ax.legend(fontsize=8, loc="best", title="LNI users / LI users:\n" + ", ".join(gaps) if gaps else None, title_fontsize=8)
+
+
+def _parity_axes(ax: Any, result: dict[str, Any], others: list[dict[str, Any]]) -> None:
+    """PARITY and POINT: the curator learners and the local one against d (log2 axis)."""
+    c = result["config"]
+    _users_axis(ax, others, c["cap"])
+    ax.set_xscale("log", base=2)
+    data_ticks(ax.xaxis, sorted({r["d"] for r in others}))
+    readable_log_axis(ax.yaxis)
+    ax.set_xlabel("d (bits, log scale)")
+    ax.set_ylabel(f"users for error ≤ {c['alpha']} (log scale)")
+    ax.set_title("PARITY and POINT: trusted curator vs local")
+    ax.legend(fontsize=8, loc="best")
+
+
+def _curves_axes(ax: Any, result: dict[str, Any]) -> None:
+    """Success rate against users at one d, per learner (slightly apart in x so that none hides another)."""
+    c = result["config"]
+    learners = list(dict.fromkeys(e["learner"] for e in result["curves"]))
+    for k, learner in enumerate(learners):
+        pts = sorted((e["users"], e["success_rate"], *e["ci"]) for e in result["curves"] if e["learner"] == learner)
+        n, rate, low, high = (np.array(v, dtype=float) for v in zip(*pts))
+        color, marker = STYLES.get(learner, ("k", "x"))
+        dodge = 1.04 ** (k - (len(learners) - 1) / 2)  # multiplicative: the same shift at every n on a log axis
+        ax.errorbar(n * dodge, rate, yerr=[rate - low, high - rate], color=color, marker=marker, capsize=3, label=learner)
+    ax.axhline(1 - c["beta"], color="gray", ls="--", lw=1, label=f"target success rate {1 - c['beta']:.0%}")
+    ax.set_xscale("log")
+    data_ticks(ax.xaxis, sorted({e["users"] for e in result["curves"]}))
+    ax.set_ylim(-0.03, 1.03)
+    ax.set_xlabel("users (log scale; learners drawn slightly apart)")
+    ax.set_ylabel("success rate (95 % Clopper–Pearson)")
+    ax.set_title(f"MASKED-PARITY, d = {result['curves'][0]['d']}: success against users")
+    ax.legend(fontsize=8, loc="best")
+
+
+def plot(result: dict[str, Any]) -> Figure:
+    """Up to three panels: MASKED-PARITY users against d, PARITY/POINT users against d, and the
+    success curves against users (a panel is left out when its rows are absent)."""
     masked = [r for r in result["rows"] if r["family"] == "masked_parity"]
     others = [r for r in result["rows"] if r["family"] != "masked_parity"]
-    panels = [bool(masked), bool(others), bool(result["curves"])]
-    fig, axes = plt.subplots(1, sum(panels), figsize=(6.2 * sum(panels), 5.2), squeeze=False)
-    axes_iter = iter(axes[0])
+    panels: list[Callable[[Any], None]] = []
     if masked:
-        ax = next(axes_iter)
-        _users_axis(ax, masked, cap)
-        dims = sorted({r["d"] for r in masked})
-        grid = np.arange(min(dims), max(dims) + 1)
-        bound = [lni_users_lower_bound(int(d), c["epsilon"], c["beta"]) for d in grid]
-        ax.plot(grid, bound, color="black", ls="--", lw=1.2, label="any LNI protocol needs ≥ (Thm 5.1, corrected)")
-        predicted = [(r["d"], r["predicted"]) for r in masked if r.get("predicted")]
-        if predicted:
-            ax.plot(*zip(*predicted), color="tab:orange", ls=":", lw=1.2, label="fair LNI, predicted")
-        for q in result.get("ratios") or []:
-            if q["ratio"] >= 4:  # label the gap where it has opened
-                top = q["LNI"] if q["LNI"] is not None else q["LNI_failed_at"]
-                last = q["d"] == max(dims)
-                ax.annotate(
-                    f"LNI/LI {'> ' if q['ratio_is_lower_limit'] else ''}×{q['ratio']:.0f}",
-                    (q["d"], float(top)), ha="right" if last else "left", va="bottom" if last else "top", fontsize=8,
-                    xytext=(-6, 8) if last else (4, -6), textcoords="offset points",
-                )
-        ax.set_xticks(dims)
-        ax.set_xlabel("d (linear axis: a straight line is exponential growth)")
-        ax.set_ylabel(f"users for error ≤ {c['alpha']} w.p. ≥ {1 - c['beta']:.0%}")
-        ax.set_title("MASKED-PARITY: interactive vs one round")
-        ax.legend(fontsize=8, loc="lower right")
+        panels.append(lambda ax: _masked_axes(ax, result, masked))
     if others:
-        ax = next(axes_iter)
-        _users_axis(ax, others, cap)
-        ax.set_xscale("log", base=2)
-        ax.set_xlabel("d (bits)")
-        ax.set_ylabel(f"users for error ≤ {c['alpha']}")
-        ax.set_title("PARITY and POINT: trusted curator vs local")
-        ax.legend(fontsize=8, loc="upper right", bbox_to_anchor=(1.0, 0.93))
+        panels.append(lambda ax: _parity_axes(ax, result, others))
     if result["curves"]:
-        ax = next(axes_iter)
-        for learner in dict.fromkeys(e["learner"] for e in result["curves"]):
-            pts = sorted((e["users"], e["success_rate"], *e["ci"]) for e in result["curves"] if e["learner"] == learner)
-            n, rate, low, high = (np.array(v, dtype=float) for v in zip(*pts))
-            color, marker = STYLES.get(learner, ("k", "x"))
-            ax.errorbar(n, rate, yerr=[rate - low, high - rate], color=color, marker=marker, capsize=3, label=learner)
-        ax.axhline(1 - c["beta"], color="gray", ls="--", lw=1, label=f"{1 - c['beta']:.0%}")
-        ax.set_xscale("log")
-        users = sorted({e["users"] for e in result["curves"]})
-        ax.set_xticks(users, [f"{u:,}" for u in users])
-        ax.minorticks_off()
-        ax.set_ylim(-0.03, 1.03)
-        ax.set_xlabel("users")
-        ax.set_ylabel("success rate (95 % Clopper–Pearson)")
-        ax.set_title(f"MASKED-PARITY, d = {result['curves'][0]['d']}: success against users")
-        ax.legend(fontsize=8, loc="upper left")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+        panels.append(lambda ax: _curves_axes(ax, result))
+    if not panels:
+        raise ParameterError("separation: the result has no rows and no curves: nothing to plot")
+    fig, axes = new_figure(len(panels), 6.2, 5.2)
+    for ax, draw in zip(axes, panels):
+        draw(ax)
+    return fig
 
 
 MODEL_SHORT = {"local interactive": "LI", "local non-interactive": "LNI", "central": "CNI", "central (ε, δ = 1e-06)": "CNI(δ)"}

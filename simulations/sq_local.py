@@ -19,20 +19,20 @@ allowance √(K/R) + √(ln(1/a)/R) covers the sampling error of two R-sample hi
 outcomes with false-alarm rate a (McDiarmid). Deliberately broken simulators (no e^ε envelope;
 no conditioning on history) and a direct-vs-direct null distance are reported alongside.
 
-Writes ``result.json``, ``distances.csv``, ``outputs.png`` and ``table.md`` into ``--out``.
+Writes ``result.json``, ``distances.csv``, ``outputs.png`` and ``table.md`` into ``--out`` (default
+``results/sq-local``, the experiment's name under ``ldp-sim run``).
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import csv
-import json
 import math
 import time
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import AsyncContextManager, Awaitable, Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -46,6 +46,12 @@ from ldp.local.oracle import InProcessLROracle, LROracle
 from ldp.local.session import Request, Session
 from ldp.sq.exact import ExactSQOracle
 from ldp.sq.simulation import SQBackedLROracle, simulation_tolerance
+from simulations import reporting
+from simulations.reporting import Column, data_ticks, format_rows, markdown_table, new_figure, save_figure, simulation_main, write_csv, write_json
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 __all__ = [
     "Config",
@@ -59,8 +65,13 @@ __all__ = [
     "noise_allowance",
     "measure",
     "run",
+    "table_markdown",
+    "plot",
     "write_outputs",
+    "print_table",
     "main",
+    "COLUMNS",
+    "DEFAULT_OUT",
 ]
 
 FALSE_ALARM = 1e-3
@@ -161,7 +172,7 @@ def noise_allowance(outcomes: int, samples: int, false_alarm: float = FALSE_ALAR
     return math.sqrt(outcomes / samples) + math.sqrt(math.log(1.0 / false_alarm) / samples)
 
 
-async def measure(cfg: Config, name: str, oracle_factory: Callable[[PopulationSpec], AsyncContextManager[LROracle]] | None = None) -> tuple[dict, dict]:
+async def measure(cfg: Config, name: str, oracle_factory: Callable[[PopulationSpec], AbstractAsyncContextManager[LROracle]] | None = None) -> tuple[dict, dict]:
     """One algorithm: direct vs simulated vs broken simulators; a table row and the histograms.
 
     ``oracle_factory`` (an async context manager per population; ``ldp-sim run sq-local`` passes
@@ -237,82 +248,83 @@ def run(cfg: Config) -> Result:
     return Result(cfg, tuple(rows), hists, time.perf_counter() - start)
 
 
+DEFAULT_OUT = "results/sq-local"  # results/<experiment name>, as `ldp-sim run sq-local` writes
+
 COLUMNS = [
-    ("algorithm", "algorithm", "{}"),
-    ("reports_per_run", "reports/run", "{}"),
-    ("tolerance", "τ", "{:.2e}"),
-    ("sq_steps", "SQ steps", "{}"),
-    ("distance_bound_per_run", "bound", "{:.2e}"),
-    ("distance", "TV(direct, sim)", "{:.4f}"),
-    ("null_distance", "TV(direct, direct)", "{:.4f}"),
-    ("allowance", "noise allowance", "{:.4f}"),
-    ("within", "≤ β + allowance", "{}"),
-    ("broken_no_envelope", "TV no envelope", "{:.4f}"),
-    ("broken_no_history", "TV no history", "{:.4f}"),
+    Column("algorithm", "algorithm"),
+    Column("reports_per_run", "reports/run"),
+    Column("tolerance", "τ", "{:.2e}"),
+    Column("sq_steps", "SQ steps"),
+    Column("distance_bound_per_run", "bound", "{:.2e}"),
+    Column("distance", "TV(direct, sim)", "{:.4f}"),
+    Column("null_distance", "TV(direct, direct)", "{:.4f}"),
+    Column("allowance", "noise allowance", "{:.4f}"),
+    Column("within", "≤ β + allowance"),
+    Column("broken_no_envelope", "TV no envelope", "{:.4f}"),
+    Column("broken_no_history", "TV no history", "{:.4f}"),
 ]
 
 
-def table_markdown(result: Result) -> str:
-    head = "| " + " | ".join(h for _, h, _ in COLUMNS) + " |"
-    sep = "|" + "---|" * len(COLUMNS)
-    lines = [head, sep] + ["| " + " | ".join(f.format(r[k]) for k, _, f in COLUMNS) + " |" for r in result.rows]
+def caption(result: Result) -> str:
+    """The settings every row shares, one line."""
     c = result.config
-    return f"β = {c.beta}, ε = {c.epsilon}, {c.groups} runs per side, SQ answers shifted by {c.shift}·τ\n\n" + "\n".join(lines) + "\n"
+    return f"β = {c.beta}, ε = {c.epsilon}, {c.groups} runs per side, SQ answers shifted by {c.shift}·τ"
+
+
+def table_markdown(result: Result) -> str:
+    """The caption and the table of every row, as markdown."""
+    return caption(result) + "\n\n" + markdown_table([c.header for c in COLUMNS], format_rows(result.rows, COLUMNS)) + "\n"
+
+
+# name → (what an output is, the radix of its code): code = first · radix + second
+OUTPUTS: dict[str, tuple[str, Callable[[Config], int]]] = {
+    "rr_histogram": ("output: (#1-reports of x₀, #1-reports of y)", lambda c: c.histogram_users - c.histogram_users // 2 + 1),
+    "adaptive_refinement": ("output: (#1-reports in round 1, #users whose reports agree)", lambda c: c.refinement_users + 1),
+}
+
+
+def _output_axis(ax: Axes, cfg: Config, name: str, outcomes: int) -> None:
+    """Ticks at every outcome, labelled as the pair it encodes; x-label saying what the pair is."""
+    what, radix = OUTPUTS.get(name, ("output (code)", lambda c: 0))
+    base = radix(cfg)
+    labels = [f"{k // base},{k % base}" if base else str(k) for k in range(outcomes)]
+    data_ticks(ax.xaxis, range(outcomes), labels)
+    ax.set_xlabel(what)
+
+
+def plot(result: Result) -> Figure:
+    """Per algorithm, the empirical output distribution of the direct runs beside the simulated ones."""
+    fig, axes = new_figure(len(result.histograms), 6.0, 3.8)
+    for ax, (name, hist) in zip(axes, result.histograms.items()):
+        k = np.arange(len(hist["direct"]))
+        ax.bar(k - 0.2, hist["direct"], width=0.4, label="direct (users)")
+        ax.bar(k + 0.2, hist["simulated"], width=0.4, label="simulated (SQBackedLROracle)")
+        ax.set_title(name)
+        _output_axis(ax, result.config, name, len(k))
+        ax.set_ylabel(f"frequency over {result.config.groups:,} runs")
+        ax.legend(loc="best")
+    return fig
 
 
 def write_outputs(result: Result, out: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    """result.json, distances.csv, table.md and outputs.png in ``out`` (created if missing)."""
     out.mkdir(parents=True, exist_ok=True)
-    (out / "result.json").write_text(
-        json.dumps({"config": asdict(result.config), "rows": list(result.rows), "histograms": result.histograms,
-                    "seconds": result.seconds}, indent=1)
-    )
-    with open(out / "distances.csv", "w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=list(result.rows[0]))
-        writer.writeheader()
-        writer.writerows(result.rows)
+    write_json(out / "result.json", {"config": asdict(result.config), "rows": list(result.rows), "histograms": result.histograms,
+                                     "seconds": result.seconds})
+    write_csv(out / "distances.csv", result.rows)
     (out / "table.md").write_text(table_markdown(result))
-    fig, axes = plt.subplots(1, len(result.histograms), figsize=(6 * len(result.histograms), 3.6))
-    for ax, (name, hist) in zip(np.atleast_1d(axes), result.histograms.items()):
-        k = np.arange(len(hist["direct"]))
-        ax.bar(k - 0.2, hist["direct"], width=0.4, label="direct (users)")
-        ax.bar(k + 0.2, hist["simulated"], width=0.4, label="SQBackedLROracle")
-        ax.set_title(name)
-        ax.set_xlabel("output (code)")
-        ax.set_ylabel("frequency")
-        ax.legend()
-    fig.tight_layout()
-    fig.savefig(out / "outputs.png", dpi=120)
-    plt.close(fig)
+    save_figure(plot(result), out / "outputs.png")
 
 
-def _print_table(result: Result) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title=f"Local → SQ simulation (KLNRS Lemmas 4.4, 4.5), {result.seconds:.1f} s")
-    for _, header, _ in COLUMNS:
-        table.add_column(header)
-    for r in result.rows:
-        table.add_row(*[f.format(r[k]) for k, _, f in COLUMNS])
-    Console().print(table)
+def print_table(result: Result) -> None:
+    reporting.print_table(f"Local → SQ simulation (KLNRS Lemmas 4.4, 4.5), {result.seconds:.1f} s", [c.header for c in COLUMNS],
+                          format_rows(result.rows, COLUMNS))
 
 
 def main(argv: list[str] | None = None) -> Result:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="fewer runs (< 60 s)")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--out", type=Path, default=Path("results/sq_local"))
-    args = ap.parse_args(argv)
-    cfg = quick_config(args.seed) if args.quick else Config(seed=args.seed)
-    result = run(cfg)
-    write_outputs(result, args.out)
-    _print_table(result)
-    return result
+    return simulation_main(argv, description=__doc__.splitlines()[0], default_out=DEFAULT_OUT, quick_help="fewer runs (< 60 s)",
+                           configure=lambda quick, seed: quick_config(seed) if quick else Config(seed=seed),
+                           run=run, write=write_outputs, show=print_table)
 
 
 if __name__ == "__main__":

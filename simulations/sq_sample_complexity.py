@@ -16,20 +16,19 @@ population of exactly the bound's size: the log's users and the largest error ag
 expectation are reported (every answer must be within τ).
 
 Three sweeps (vs t, vs τ, vs ε) are plotted side by side, with the scaling formulas drawn over the
-points. Writes ``result.json``, ``users.csv``, ``users.png`` and ``table.md`` into ``--out``.
+points. Writes ``result.json``, ``users.csv``, ``users.png`` and ``table.md`` into ``--out``
+(default ``results/sq-sample-complexity``, the experiment's name under ``ldp-sim run``).
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import csv
-import json
 import math
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy import stats
@@ -41,6 +40,24 @@ from ldp.local.oracle import InProcessLROracle
 from ldp.sq.bounds import central_users_needed, pm_magnitude, users_per_query
 from ldp.sq.central import CentralSQOracle
 from ldp.sq.local import LocalSQOracle
+from simulations import reporting
+from simulations.reporting import (
+    Column,
+    data_ticks,
+    format_rows,
+    log_decades,
+    markdown_table,
+    new_figure,
+    readable_log_axis,
+    save_figure,
+    simulation_main,
+    write_csv,
+    write_json,
+)
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 __all__ = [
     "Config",
@@ -51,8 +68,13 @@ __all__ = [
     "local_exact_users",
     "central_exact_users",
     "run",
+    "table_markdown",
+    "plot",
     "write_outputs",
+    "print_table",
     "main",
+    "COLUMNS",
+    "DEFAULT_OUT",
 ]
 
 
@@ -194,97 +216,91 @@ def central_formula(b: float, epsilon: float, tau: float, beta: float, t: float)
     return max(2 * b * t * math.log(2 * t / beta) / (epsilon * tau), 2 * b**2 * math.log(4 * t / beta) / tau**2)
 
 
+DEFAULT_OUT = "results/sq-sample-complexity"  # results/<experiment name>, as `ldp-sim run sq-sample-complexity` writes
+
 COLUMNS = [
-    ("sweep", "sweep", "{}"), ("t", "t", "{}"), ("tolerance", "τ", "{:g}"), ("epsilon", "ε", "{:g}"),
-    ("local_total_bound", "local t·n₀ (bound)", "{:,}"), ("local_total_exact", "local (exact min)", "{:,}"),
-    ("central_bound", "central (bound)", "{:,}"), ("central_exact", "central (exact min)", "{:,}"),
-    ("local_max_error", "local max err (run)", "{}"), ("central_max_error", "central max err (run)", "{}"),
+    Column("sweep", "sweep"), Column("t", "t"), Column("tolerance", "τ", "{:g}"), Column("epsilon", "ε", "{:g}"),
+    Column("local_total_bound", "local t·n₀ (bound)", "{:,}"), Column("local_total_exact", "local (exact min)", "{:,}"),
+    Column("central_bound", "central (bound)", "{:,}"), Column("central_exact", "central (exact min)", "{:,}"),
+    Column("local_max_error", "local max err (run)"), Column("central_max_error", "central max err (run)"),
 ]
 
 
-def _fmt(value: object, fmt: str) -> str:
-    if value is None:
-        return "—"
-    if isinstance(value, float) and fmt == "{}":
-        return f"{value:.4f}"
-    return fmt.format(value)
+def caption(result: Result) -> str:
+    """The settings every row shares, one line."""
+    c = result.config
+    return f"b = {c.bound}, β = {c.beta}; defaults ε = {c.epsilon}, τ = {c.tolerance}, t = {c.sweep_queries}"
 
 
 def table_markdown(result: Result) -> str:
-    head = "| " + " | ".join(h for _, h, _ in COLUMNS) + " |"
-    lines = [head, "|" + "---|" * len(COLUMNS)]
-    lines += ["| " + " | ".join(_fmt(r[k], f) for k, _, f in COLUMNS) + " |" for r in result.rows]
+    """The caption and the table of every row, as markdown."""
+    return caption(result) + "\n\n" + markdown_table([c.header for c in COLUMNS], format_rows(result.rows, COLUMNS)) + "\n"
+
+
+SWEEPS = (("t", "queries t (log scale)"), ("tolerance", "tolerance τ (log scale)"), ("epsilon", "ε (log scale)"))
+
+
+def _formula_parameters(c: Config, sweep: str, x: float) -> dict[str, float]:
+    """The formulas' arguments at x along ``sweep``, the other parameters at their defaults."""
+    params = dict(b=c.bound, epsilon=c.epsilon, tau=c.tolerance, beta=c.beta, t=c.sweep_queries)
+    params[{"t": "t", "tolerance": "tau", "epsilon": "epsilon"}[sweep]] = x
+    return params
+
+
+def _sweep_axes(ax: Axes, result: Result, sweep: str, xlabel: str) -> None:
+    """One sweep: the bounds and exact minima as points, the two scaling formulas as lines."""
+    rows = [r for r in result.rows if r["sweep"] == sweep]
+    xs = np.array([r[sweep] for r in rows], dtype=float)
+    ax.loglog(xs, [r["local_total_bound"] for r in rows], "o", color="C0", label="local: oracle bound t·n₀")
+    ax.loglog(xs, [r["local_total_exact"] for r in rows], "x", color="C0", label="local: exact minimum")
+    ax.loglog(xs, [r["central_bound"] for r in rows], "s", color="C1", label="central: oracle bound")
+    ax.loglog(xs, [r["central_exact"] for r in rows], "+", color="C1", label="central: exact minimum")
+    grid = np.geomspace(xs.min(), xs.max(), 60)
     c = result.config
-    return f"b = {c.bound}, β = {c.beta}; defaults ε = {c.epsilon}, τ = {c.tolerance}, t = {c.sweep_queries}\n\n" + "\n".join(lines) + "\n"
+    ax.loglog(grid, [local_formula(**_formula_parameters(c, sweep, x)) for x in grid], "-", color="C0", alpha=0.6,
+              label="local scaling: t·8b²·ln(2t/β)/(ε²τ²)")
+    ax.loglog(grid, [central_formula(**_formula_parameters(c, sweep, x)) for x in grid], "-", color="C1", alpha=0.6,
+              label="central scaling: max(2bt·ln(2t/β)/(ετ), 2b²·ln(4t/β)/τ²)")
+    data_ticks(ax.xaxis, xs)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("users (log scale)")
+    ax.set_title(f"against {xlabel.split(' (')[0]}", fontsize=10)
+    ax.grid(True, which="major", alpha=0.3)
+
+
+def plot(result: Result) -> Figure:
+    """The three sweeps side by side, one legend for all of them below."""
+    c = result.config
+    fig, axes = new_figure(len(SWEEPS), 5.4, 4.6)
+    for ax, (sweep, xlabel) in zip(axes, SWEEPS):
+        _sweep_axes(ax, result, sweep, xlabel)
+    plain = all(log_decades(ax.yaxis) <= 3.0 for ax in axes)  # the panels' users read alike
+    for ax in axes:
+        readable_log_axis(ax.yaxis, plain)
+    fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncols=3, fontsize=9)
+    fig.suptitle(f"Users to answer t SQs within τ w.p. ≥ 1−β (b = {c.bound}, β = {c.beta}; "
+                 f"else ε = {c.epsilon}, τ = {c.tolerance}, t = {c.sweep_queries})")
+    return fig
 
 
 def write_outputs(result: Result, out: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    """result.json, users.csv, table.md and users.png in ``out`` (created if missing)."""
     out.mkdir(parents=True, exist_ok=True)
-    (out / "result.json").write_text(json.dumps({"config": asdict(result.config), "rows": list(result.rows),
-                                                 "seconds": result.seconds}, indent=1))
-    with open(out / "users.csv", "w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=list(result.rows[0]))
-        writer.writeheader()
-        writer.writerows(result.rows)
+    write_json(out / "result.json", {"config": asdict(result.config), "rows": list(result.rows), "seconds": result.seconds})
+    write_csv(out / "users.csv", result.rows)
     (out / "table.md").write_text(table_markdown(result))
-    c = result.config
-    fig, axes = plt.subplots(1, 3, figsize=(16, 4.6))
-    for ax, (sweep, key, label) in zip(axes, (("t", "t", "queries t"), ("tolerance", "tolerance", "tolerance τ"),
-                                              ("epsilon", "epsilon", "ε"))):
-        rows = [r for r in result.rows if r["sweep"] == sweep]
-        xs = np.array([r[key] for r in rows], dtype=float)
-        ax.loglog(xs, [r["local_total_bound"] for r in rows], "o", color="C0", label="local: oracle bound t·n₀")
-        ax.loglog(xs, [r["local_total_exact"] for r in rows], "x", color="C0", label="local: exact minimum")
-        ax.loglog(xs, [r["central_bound"] for r in rows], "s", color="C1", label="central: oracle bound")
-        ax.loglog(xs, [r["central_exact"] for r in rows], "+", color="C1", label="central: exact minimum")
-        grid = np.geomspace(xs.min(), xs.max(), 60)
-        params = lambda x: {  # noqa: E731
-            "t": dict(b=c.bound, epsilon=c.epsilon, tau=c.tolerance, beta=c.beta, t=x),
-            "tolerance": dict(b=c.bound, epsilon=c.epsilon, tau=x, beta=c.beta, t=c.sweep_queries),
-            "epsilon": dict(b=c.bound, epsilon=x, tau=c.tolerance, beta=c.beta, t=c.sweep_queries),
-        }[sweep]
-        ax.loglog(grid, [local_formula(**params(x)) for x in grid], "-", color="C0", alpha=0.6,
-                  label="t·8b²ln(2t/β)/(ε²τ²)")
-        ax.loglog(grid, [central_formula(**params(x)) for x in grid], "-", color="C1", alpha=0.6,
-                  label="max(2bt·ln(2t/β)/(ετ), 2b²ln(4t/β)/τ²)")
-        ax.set_xlabel(label)
-        ax.set_ylabel("users")
-        ax.grid(True, which="both", alpha=0.3)
-    axes[0].legend(fontsize=7)
-    fig.suptitle(f"Users to answer t SQs within τ w.p. ≥ 1−β (b = {c.bound}, β = {c.beta})")
-    fig.tight_layout()
-    fig.savefig(out / "users.png", dpi=120)
-    plt.close(fig)
+    save_figure(plot(result), out / "users.png")
 
 
-def _print_table(result: Result) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title=f"SQ sample complexity, local vs central ({result.seconds:.1f} s)")
-    for _, header, _ in COLUMNS:
-        table.add_column(header)
-    for r in result.rows:
-        table.add_row(*[_fmt(r[k], f) for k, _, f in COLUMNS])
-    Console(width=200).print(table)
+def print_table(result: Result) -> None:
+    reporting.print_table(f"SQ sample complexity, local vs central ({result.seconds:.1f} s)", [c.header for c in COLUMNS],
+                          format_rows(result.rows, COLUMNS), width=200)
 
 
 def main(argv: list[str] | None = None) -> Result:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="smaller grids (< 60 s)")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--out", type=Path, default=Path("results/sq_sample_complexity"))
-    args = ap.parse_args(argv)
-    cfg = quick_config(args.seed) if args.quick else Config(seed=args.seed)
-    result = run(cfg)
-    write_outputs(result, args.out)
-    _print_table(result)
-    return result
+    return simulation_main(argv, description=__doc__.splitlines()[0], default_out=DEFAULT_OUT, quick_help="smaller grids (< 60 s)",
+                           configure=lambda quick, seed: quick_config(seed) if quick else Config(seed=seed),
+                           run=run, write=write_outputs, show=print_table)
 
 
 if __name__ == "__main__":

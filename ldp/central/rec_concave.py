@@ -179,7 +179,7 @@ def rec_concave_distribution(
         if wk == 0:
             continue
         A, B = interval_partitions(Tp, 1 << k)
-        outcomes = []
+        outcomes: list[tuple[tuple[int | None, float], ...]] = []
         for iv in (A, B):
             if iv.shape[0] == 0:
                 outcomes.append(((None, 1.0),))

@@ -54,7 +54,7 @@ class ConjunctionHypothesis:
         return out.astype(np.int8)
 
     def describe(self) -> str:
-        names = [f"x{l}" if l < self.n_vars else f"¬x{l - self.n_vars}" for l in sorted(set(self.literals))]
+        names = [f"x{lit}" if lit < self.n_vars else f"¬x{lit - self.n_vars}" for lit in sorted(set(self.literals))]
         return " ∧ ".join(names) if names else "TRUE"
 
 

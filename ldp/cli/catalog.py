@@ -1,5 +1,5 @@
 """The simulations as ``ldp-sim run`` experiments: separation, sq-local, sq-sample-complexity,
-pure-vs-approximate.
+pure-vs-approximate, and rr-demo.
 
 What: thin adapters from the CLI's ``ExperimentArgs`` (``--seed``, ``--epsilon``, ``--quick``,
 ``--out``, ``-o key=value`` for any field of the simulation's ``Config``) to each simulation's
@@ -10,6 +10,10 @@ own ``run``, and from its result to an ``ExperimentResult`` (a table, notes, the
   is loaded into.
 - ``sq-sample-complexity`` and ``pure-vs-approximate`` never use the LR oracle (central model,
   exact computations): in process only.
+- ``rr-demo``: ``ldp.cli.experiments.rr_demo`` (the worked example there), with its table also
+  written as files.
+
+Files go to ``--out``, else ``results/<experiment name>`` (``separation --quick``: ``results/demo/separation``).
 
 Guarantee: importing this module is cheap — the simulation modules (and scipy, matplotlib) are
 imported only when their experiment runs, so ``ldp-sim list`` and the client processes stay light.
@@ -21,15 +25,38 @@ from __future__ import annotations
 import dataclasses
 import time
 from pathlib import Path
-from typing import Any
 
+from ldp.cli import experiments
 from ldp.cli.experiments import ExperimentArgs, ExperimentResult, OracleFactory, apply_options, register_experiment
+from ldp.local.oracle import LROracle
 
 __all__: list[str] = []  # registration only
 
 
 def _files(out: Path, names: tuple[str, ...]) -> tuple[Path, ...]:
     return tuple(out / n for n in names if (out / n).exists())
+
+
+# --- rr-demo (computed by ldp.cli.experiments.rr_demo): its table, also as files ---
+
+
+async def rr_demo(oracle: LROracle, args: ExperimentArgs) -> ExperimentResult:
+    """``ldp.cli.experiments.rr_demo`` (randomized response of a bit, estimate vs truth per ε),
+    with its table also written as table.md, estimates.csv, result.json and estimates.png to
+    ``--out`` (default ``results/rr-demo``)."""
+    from simulations import randomized_response as rr
+
+    result = await experiments.rr_demo(oracle, args)
+    return dataclasses.replace(result, files=rr.write_demo_outputs(result, Path(args.out or rr.DEMO_OUT)))
+
+
+register_experiment(
+    "rr-demo",
+    rr_demo,
+    experiments.rr_demo_population,
+    description="randomized response of a bit: estimate vs truth per ε",
+    default_users=100_000,
+)
 
 
 # --- separation (KLNRS §3.2, §5) ---
@@ -85,10 +112,11 @@ register_experiment(
 async def sq_local(factory: OracleFactory, args: ExperimentArgs) -> ExperimentResult:
     """Direct runs on users (through the factory) vs the SQ-backed simulation (in the aggregator)."""
     from simulations import sq_local as sq
+    from simulations.reporting import format_rows
 
     config = sq.quick_config(args.seed) if args.quick else sq.Config(seed=args.seed)
     config = apply_options(dataclasses.replace(config, epsilon=args.epsilon), args.options)
-    out = Path(args.out or "results/sq_local")
+    out = Path(args.out or sq.DEFAULT_OUT)
     started = time.perf_counter()
     rows, hists = [], {}
     args.progress(0, len(sq.ALGORITHMS))
@@ -102,10 +130,10 @@ async def sq_local(factory: OracleFactory, args: ExperimentArgs) -> ExperimentRe
     sq.write_outputs(result, out)
     return ExperimentResult(
         "Local → SQ simulation (KLNRS Lemmas 4.4, 4.5): direct (users) vs SQBackedLROracle",
-        tuple(header for _, header, _ in sq.COLUMNS),
-        tuple(tuple(fmt.format(r[key]) for key, _, fmt in sq.COLUMNS) for r in result.rows),
+        tuple(c.header for c in sq.COLUMNS),
+        tuple(format_rows(result.rows, sq.COLUMNS)),
         files=_files(out, ("result.json", "distances.csv", "table.md", "outputs.png")),
-        notes=sq.table_markdown(result).split("\n\n", 1)[0],
+        notes=sq.caption(result),
     )
 
 
@@ -126,18 +154,19 @@ register_experiment(
 def sq_sample_complexity(args: ExperimentArgs) -> ExperimentResult:
     """Users to answer t SQs within τ, local vs central (exact computations + in-process runs)."""
     from simulations import sq_sample_complexity as sc
+    from simulations.reporting import format_rows
 
     config = sc.quick_config(args.seed) if args.quick else sc.Config(seed=args.seed)
     config = apply_options(config, args.options)
-    out = Path(args.out or "results/sq_sample_complexity")
+    out = Path(args.out or sc.DEFAULT_OUT)
     result = sc.run(config)
     sc.write_outputs(result, out)
     return ExperimentResult(
         f"SQ sample complexity, local vs central ({result.seconds:.1f} s)",
-        tuple(header for _, header, _ in sc.COLUMNS),
-        tuple(tuple(sc._fmt(r[key], fmt) for key, _, fmt in sc.COLUMNS) for r in result.rows),
+        tuple(c.header for c in sc.COLUMNS),
+        tuple(format_rows(result.rows, sc.COLUMNS)),
         files=_files(out, ("result.json", "users.csv", "table.md", "users.png")),
-        notes=sc.table_markdown(result).split("\n\n", 1)[0],
+        notes=sc.caption(result),
     )
 
 
@@ -147,17 +176,13 @@ def pure_vs_approximate(args: ExperimentArgs) -> ExperimentResult:
 
     config = pva.quick_config(args.seed) if args.quick else pva.Config(seed=args.seed)
     config = apply_options(config, args.options)
-    out = Path(args.out or "results/pure_vs_approximate")
+    out = Path(args.out or pva.DEFAULT_OUT)
     result = pva.run(config)
     pva.write_outputs(result, out)
-    rows: tuple[tuple[Any, ...], ...] = tuple(
-        (r["task"], r["learner"], r["privacy"], r["bits"], r["m90"] if r["m90"] is not None else "> max", r["theory"] or "–")
-        for r in result.rows
-    )
     return ExperimentResult(
         f"Users needed (m_90): pure vs approximate central DP ({result.seconds:.1f} s)",
-        ("task", "learner", "privacy", "d (bits)", "m_90", "theory"),
-        rows,
+        pva.TABLE_HEADERS,
+        tuple(pva.table_rows(result)),
         files=_files(out, ("result.json", "m90.csv", "table.md", "m90.png")),
         notes=f"α = {config.alpha}, β = {config.beta}, ε = {config.epsilon}, δ = {config.delta:g}; {config.trials} trials per point",
     )

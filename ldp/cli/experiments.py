@@ -38,10 +38,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, AsyncIterator, Awaitable, Callable, Literal, Mapping, TypeVar
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 
@@ -220,7 +221,7 @@ def experiments() -> list[Experiment]:
 RR_DEMO_P = 0.3  # each bit of x is 1 with this probability: the truth the demo estimates
 
 
-def _rr_demo_population(args: ExperimentArgs) -> PopulationSpec:
+def rr_demo_population(args: ExperimentArgs) -> PopulationSpec:
     if args.users < 4:
         raise ParameterError(f"rr-demo needs at least 4 users (one group per ε), got {args.users}")
     return PopulationSpec(
@@ -255,10 +256,4 @@ async def rr_demo(oracle: LROracle, args: ExperimentArgs) -> ExperimentResult:
     )
 
 
-register_experiment(
-    "rr-demo",
-    rr_demo,
-    _rr_demo_population,
-    description="randomized response of a bit: estimate vs truth per ε",
-    default_users=100_000,
-)
+# Registered by ``ldp.cli.catalog`` (as "rr-demo"), which also writes its table as files.

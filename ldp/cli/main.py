@@ -35,8 +35,9 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TaskProgressColumn, TextColumn, TimeElapsedColumn
@@ -305,12 +306,23 @@ def _parser() -> argparse.ArgumentParser:
     pop = sub.add_parser("population", help="write an experiment's population spec for `clients --population`")
     _experiment_arguments(pop)
     sub.add_parser("list", help="list the registered experiments")
-    lab = sub.add_parser("lab", help="run a teaching lab the classroom way (client processes on loopback)")
+    lab = sub.add_parser(
+        "lab",
+        help="run a teaching lab the classroom way (client processes on loopback)",
+        description=(
+            "Run lab N cell by cell: its narrative (the lab's markdown cells) printed between the outputs "
+            "of its code cells, against client processes on loopback (or in process). "
+            "Switches: quick sizes when --quick is given OR LDP_QUICK=1 is set; solutions hidden when "
+            "--no-solutions is given OR LDP_SOLUTIONS=0 is set. A flag only turns its switch on; without "
+            "it the environment decides (defaults: full sizes, solutions shown; the variables take "
+            "1/0, true/false, yes/no or on/off)."
+        ),
+    )
     lab.add_argument("number", type=_lab_number, help="lab number (see simulations/labs/)")
-    lab.add_argument("--quick", action="store_true", help="small sizes: every lab in under a minute")
+    lab.add_argument("--quick", action="store_true", help="small sizes, every lab in under a minute (same as LDP_QUICK=1)")
     lab.add_argument("--processes", type=_processes, default=2, help="client processes (default 2)")
     lab.add_argument("--transport", choices=("grpc", "inprocess"), default="grpc", help="grpc (default) or inprocess")
-    lab.add_argument("--no-solutions", action="store_true", help="print the exercises without solving them")
+    lab.add_argument("--no-solutions", action="store_true", help="print the exercises without solving them (same as LDP_SOLUTIONS=0)")
     lab.add_argument("--out", default="results/labs", help="where figures are saved (default results/labs)")
     return parser
 
@@ -328,29 +340,41 @@ def lab_modules() -> dict[int, str]:
 
 
 def _lab(ns: argparse.Namespace, console: Console) -> int:
-    """Run a lab script in a child Python with the lab's environment switches set.
+    """Run a lab in a child Python, cell by cell with its narrative (``simulations.labs.runner``).
 
-    The lab opens its oracle through ``simulations.labs.common.open_oracle``, which starts the
-    aggregator and client processes on 127.0.0.1 when LDP_TRANSPORT=grpc.
+    The switches combine as ``--help`` says: ``--quick`` or LDP_QUICK=1 → quick sizes,
+    ``--no-solutions`` or LDP_SOLUTIONS=0 → solutions hidden; a bad value of either variable is a
+    user mistake (one line). The child gets them normalized, with LDP_TRANSPORT, LDP_PROCESSES and
+    LDP_LAB_OUT; the lab opens its oracle through ``simulations.labs.common.open_oracle``, which
+    starts the aggregator and client processes on 127.0.0.1 when LDP_TRANSPORT=grpc. A fresh
+    interpreter, because ``simulations.labs.common`` reads the switches once, when imported.
     """
+    from simulations.labs.runner import env_switch
+
     labs = lab_modules()
     if ns.number not in labs:
         raise ParameterError(f"there is no lab {ns.number}; labs are {sorted(labs)}")
     if ns.processes < 1:
         raise ParameterError(f"--processes must be ≥ 1, got {ns.processes}")
+    try:
+        quick = ns.quick or env_switch("LDP_QUICK", False)
+        solutions = not ns.no_solutions and env_switch("LDP_SOLUTIONS", True)
+    except ValueError as exc:
+        raise ParameterError(str(exc)) from None
     _output_directory(ns.out)
     env = dict(
         os.environ,
         LDP_TRANSPORT=ns.transport,
         LDP_PROCESSES=str(ns.processes),
-        LDP_QUICK="1" if ns.quick else "0",
-        LDP_SOLUTIONS="0" if ns.no_solutions else "1",
+        LDP_QUICK="1" if quick else "0",
+        LDP_SOLUTIONS="1" if solutions else "0",
         LDP_LAB_OUT=ns.out,
         MPLBACKEND="Agg",
     )
     where = f"{ns.processes} client process(es) over gRPC" if ns.transport == "grpc" else "in process"
-    console.print(f"[bold]Lab {ns.number}[/bold] ({labs[ns.number]}), {where}")
-    proc = subprocess.Popen([sys.executable, "-m", labs[ns.number]], env=env)
+    mode = f"{'quick' if quick else 'full'} sizes, solutions {'shown' if solutions else 'hidden'}"
+    console.print(f"[bold]Lab {ns.number}[/bold] ({labs[ns.number]}), {where}, {mode}")
+    proc = subprocess.Popen([sys.executable, "-m", "simulations.labs.runner", labs[ns.number]], env=env)
     try:
         return proc.wait()
     except KeyboardInterrupt:
@@ -599,7 +623,6 @@ def _client_config(ns: argparse.Namespace) -> Any:
 
 def _population(ns: argparse.Namespace, console: Console) -> int:
     import json
-
     import secrets
 
     if ns.seed is None:

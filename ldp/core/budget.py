@@ -131,10 +131,51 @@ def _initial(values: object, count: int, name: str, low: int, high: int) -> np.n
 class Ledger:
     """Spent budget and nonce counter of ``count`` users with ids first_user .. first_user+count−1.
 
+    Enforced on the user's side (KLNRS Definition 4.4): LR_z(i, R_1), ..., LR_z(i, R_k) may run
+    on user i only while ε_1 + ... + ε_k ≤ ε. Budgets are kept in integer fixed-point units of
+    2^-48: a charge ε_j costs ceil(ε_j · 2^48) units (rounded *up*), a budget ε allows
+    floor(ε · 2^48) (rounded *down*), both exact, so the accepted total never exceeds the true
+    budget whatever the floating-point inputs (ten charges of the float 0.1 against 1.0: the
+    tenth is refused; see the module docstring). Each user also has a nonce, advanced at every
+    accepted charge, that keys its report's randomness.
+
     Arrays of int64 units; the maximum budget 2^10 is 2^58 units, well inside int64, and a
     charge can never take a user past its allowance, so no sum overflows. ``spent`` and
     ``nonces`` give initial values (a store continuing a ledger); ``journal`` keeps the charges
     since the last ``mark_committed()`` for a store to write. Not thread-safe.
+
+    Parameters
+    ----------
+    first_user : int
+        The first user id, in [0, 2^40].
+    count : int
+        How many consecutive users, in [0, 2^40].
+    budget : float
+        Each user's budget ε, a finite number in [2^-30, 2^10].
+    spent : numpy.ndarray, optional
+        Initial spent units per user (integers in [0, 2^62)); default zeros.
+    nonces : numpy.ndarray, optional
+        Initial nonces per user (integers in [0, 2^48)); default zeros.
+    journal : bool, default False
+        Keep the pending charges for a ``LedgerStore``.
+
+    Raises
+    ------
+    ParameterError
+        A bad ``first_user``, ``count``, ``budget``, or initial array.
+
+    Examples
+    --------
+    >>> import ldp
+    >>> ledger = ldp.Ledger(0, 4, budget=1.0)
+    >>> ledger.charge([0, 1, 2, 3], 0.75).accepted.tolist()
+    [True, True, True, True]
+    >>> ledger.charge([0, 1], 0.5).accepted.tolist()  # 0.75 + 0.5 > 1: refused, nothing charged
+    [False, False]
+    >>> ledger.remaining().tolist(), ledger.nonces().tolist()
+    ([0.25, 0.25, 0.25, 0.25], [1, 1, 1, 1])
+    >>> sum(bool(ledger.charge([3], 0.025).accepted[0]) for _ in range(10))  # 10·ceil(0.025·2^48) units > 0.25·2^48: the tenth is refused
+    9
     """
 
     def __init__(
@@ -184,7 +225,33 @@ class Ledger:
         return self.allowance - spent
 
     def can_charge(self, users: np.ndarray, epsilon: float) -> np.ndarray:
-        """Bool mask: which users could pay ε now (nothing is recorded)."""
+        """Bool mask: which users could pay ε now (nothing is recorded).
+
+        Parameters
+        ----------
+        users : numpy.ndarray
+            User ids held by this ledger.
+        epsilon : float
+            The charge ε.
+
+        Returns
+        -------
+        numpy.ndarray
+            bool, one per user named.
+
+        Raises
+        ------
+        ParameterError
+            An invalid ε, or a user outside this ledger.
+
+        Examples
+        --------
+        >>> import ldp, numpy as np
+        >>> ledger = ldp.Ledger(10, 2, budget=1.0)
+        >>> _ = ledger.charge([10], 0.5)
+        >>> ledger.can_charge(np.array([10, 11]), 0.75).tolist()
+        [False, True]
+        """
         units = charge_units(epsilon)
         offsets = self._offsets(users)
         return (units <= self._room(self._spent[offsets])) & (self._nonces[offsets] < NONCE_LIMIT - 1)
@@ -201,7 +268,43 @@ class Ledger:
         Invalid ε (NaN, ±inf, ≤ 0, subnormal, > 2^10) raises ParameterError and changes nothing.
         A user named twice in one call is charged twice (each occurrence is one report, with its
         own nonce): occurrence by occurrence, so the k-th repeat sees the first k−1 charges.
-        A user whose nonce would reach 2^48 is refused.
+        A user whose nonce would reach 2^48 is refused. The cost is ceil(ε · 2^48) units, rounded
+        up, against an allowance rounded down: the accepted total never exceeds the budget.
+
+        Parameters
+        ----------
+        users : numpy.ndarray
+            User ids held by this ledger (array-like of int); repeats are separate charges.
+        epsilon : float
+            The charge ε, a finite number in [2^-30, 2^10].
+
+        Returns
+        -------
+        Charge
+            ``accepted`` (bool mask over the users named), ``units`` paid by each accepted
+            occurrence, and ``nonces``: per accepted occurrence, in order, the nonce its report
+            uses (the counter before the increment).
+
+        Raises
+        ------
+        ParameterError
+            An invalid ε, or a user outside this ledger (nothing changes).
+        LDPError
+            The ledger was closed by its store.
+
+        Examples
+        --------
+        >>> import ldp
+        >>> ledger = ldp.Ledger(0, 2, budget=1.0)
+        >>> charge = ledger.charge([0, 1, 1], 0.5)  # user 1 twice: two reports, two nonces
+        >>> charge.accepted.tolist(), charge.nonces.tolist(), charge.units == 2**47
+        ([True, True, True], [0, 0, 1], True)
+        >>> ledger.spent().tolist()
+        [0.5, 1.0]
+        >>> ledger.charge([1], float("nan"))
+        Traceback (most recent call last):
+        ...
+        ldp.core.errors.ParameterError: epsilon must be a finite number > 0, got nan
         """
         self._check_open()
         units = charge_units(epsilon)
@@ -267,6 +370,29 @@ class Ledger:
         Only for a charge whose reports never left: on a journaled (store-opened) ledger it must be
         pending (not yet committed), and on any ledger no later charge may have accepted one of
         its users (refund the most recent charges first). Otherwise LDPError, nothing changed.
+
+        Parameters
+        ----------
+        charge : Charge
+            A charge made by this ledger.
+
+        Raises
+        ------
+        LDPError
+            The charge cannot be refunded (see above), is malformed, or the ledger is closed.
+
+        Examples
+        --------
+        >>> import ldp
+        >>> ledger = ldp.Ledger(0, 2, budget=1.0)
+        >>> first, second = ledger.charge([0, 1], 0.5), ledger.charge([0], 0.25)
+        >>> ledger.refund(first)
+        Traceback (most recent call last):
+        ...
+        ldp.core.errors.LDPError: this charge cannot be refunded: a later charge accepted some of its users (refund the most recent first) ...
+        >>> ledger.refund(second); ledger.refund(first)
+        >>> ledger.spent().tolist(), ledger.nonces().tolist()
+        ([0.0, 0.0], [0, 0])
         """
         self._check_open()
         if self._journal and not any(c is charge for c in self._pending):
@@ -327,5 +453,30 @@ class Ledger:
         return (self._spent if users is None else self._spent[self._offsets(users)]).copy()
 
     def remaining(self, users: np.ndarray | None = None) -> np.ndarray:
+        """Remaining ε per user as floats: (allowance − spent units)·2^-48 (rounded).
+
+        Parameters
+        ----------
+        users : numpy.ndarray, optional
+            User ids held by this ledger; default every user, in id order.
+
+        Returns
+        -------
+        numpy.ndarray
+            float64, one per user.
+
+        Raises
+        ------
+        ParameterError
+            A user outside this ledger.
+
+        Examples
+        --------
+        >>> import ldp
+        >>> ledger = ldp.Ledger(0, 3, budget=1.0)
+        >>> _ = ledger.charge([1], 0.375)
+        >>> ledger.remaining().tolist(), ledger.remaining([1]).tolist()
+        ([1.0, 0.625, 1.0], [0.625])
+        """
         units = self._spent if users is None else self._spent[self._offsets(users)]
         return (self.allowance - units).astype(np.float64) / _SCALE

@@ -18,8 +18,9 @@ from __future__ import annotations
 import itertools
 import math
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -315,7 +316,46 @@ def distribution_from_json(data: Mapping[str, Any]) -> Distribution:
 
 @dataclass(frozen=True)
 class ConceptClass:
-    """A family C_d: its name, dimension d, the record schema, and how to draw a target."""
+    """A family C_d: its name, dimension d, the record schema, and how to draw a target.
+
+    The schema is fixed by the name: PARITY, POINT, THRESHOLD and CONJUNCTION records are
+    (x ∈ {0,1}^d, y ∈ {0,1}); MASKED-PARITY records (KLNRS §5) are (x ∈ {0,1}^d, i ∈ [0, d−1],
+    b ∈ {0,1}, y ∈ {−1, +1}). KLNRS §5 take d a power of 2 so that i is log d uniform bits; i is
+    a field with d values here, so any d ≥ 2 gives the same class (≤ 62: candidates index an
+    int64). ``concept_class(name, d)`` is the usual way to build one.
+
+    Parameters
+    ----------
+    name : str
+        One of ``"conjunction"``, ``"masked_parity"``, ``"parity"``, ``"point"``, ``"threshold"``.
+    d : int
+        The dimension, ≥ 1; MASKED-PARITY needs 2 ≤ d ≤ 62 (KLNRS §5), THRESHOLD d ≤ 62.
+
+    Attributes
+    ----------
+    schema : Schema
+        The record schema (features, then the label ``y`` as the last field); set from ``name``.
+
+    Raises
+    ------
+    UnknownKindError
+        ``name`` is not a known class (an ``LDPError`` and a ``KeyError``).
+    ParameterError
+        ``d`` is outside the range the class allows.
+
+    Examples
+    --------
+    >>> import ldp
+    >>> cc = ldp.ConceptClass("masked_parity", 4)
+    >>> [(f.name, f.length, f.low, f.high) for f in cc.schema]
+    [('x', 4, 0, 1), ('i', 1, 0, 3), ('b', 1, 0, 1), ('y', 1, -1, 1)]
+    >>> cc.feature_width  # x, i and b
+    6
+    >>> ldp.ConceptClass("masked_parity", 1)
+    Traceback (most recent call last):
+    ...
+    ldp.core.errors.ParameterError: masked_parity: d must be in [2, 62] (KLNRS §5), got 1
+    """
 
     name: str
     d: int
@@ -336,9 +376,37 @@ class ConceptClass:
 
     @property
     def feature_width(self) -> int:
+        """Number of feature columns: every record column but the label's."""
         return self.schema.width - 1
 
     def random_target(self, rng: np.random.Generator) -> Concept:
+        """Draw a target concept of this class uniformly from its parameters.
+
+        PARITY: r uniform in {0,1}^d; MASKED-PARITY: r uniform in {0,1}^d and a uniform bit a;
+        POINT: p uniform in {0,1}^d; THRESHOLD: t uniform in [0, 2^d]; CONJUNCTION: each variable
+        appears positively, negatively or not, with probabilities 1/4, 1/4, 1/2.
+
+        Parameters
+        ----------
+        rng : numpy.random.Generator
+            The experiment's randomness (e.g. ``ldp.generator(seed, "target")``).
+
+        Returns
+        -------
+        Concept
+            A ``ParityConcept``, ``MaskedParityConcept``, ``PointConcept``, ``ThresholdConcept``
+            or ``ConjunctionConcept``, matching the class.
+
+        Examples
+        --------
+        >>> import ldp
+        >>> cc = ldp.concept_class("parity", 5)
+        >>> target = cc.random_target(ldp.generator(0, "target"))
+        >>> type(target).__name__, len(target.r)
+        ('ParityConcept', 5)
+        >>> target == cc.random_target(ldp.generator(0, "target"))  # same seed and labels, same target
+        True
+        """
         d = self.d
         if self.name == "parity":
             return ParityConcept(tuple(int(v) for v in rng.integers(0, 2, d)))
@@ -371,6 +439,46 @@ _SCHEMAS = {
 
 
 def concept_class(name: str, d: int) -> ConceptClass:
+    """The concept class ``name`` in dimension ``d`` (``ConceptClass(name, d)``).
+
+    Classes: PARITY (KLNRS §3.2, labels in {0,1}), MASKED-PARITY (§5, features (x, i, b),
+    labels ±1, any d ≥ 2; KLNRS take a power of 2), POINT and THRESHOLD on {0,1}^d (labels in
+    {0,1}), CONJUNCTION of literals.
+
+    Parameters
+    ----------
+    name : str
+        ``"parity"``, ``"masked_parity"``, ``"point"``, ``"threshold"`` or ``"conjunction"``.
+    d : int
+        The dimension of x ∈ {0,1}^d: ≥ 1 (MASKED-PARITY: 2 ≤ d ≤ 62; THRESHOLD: d ≤ 62).
+
+    Returns
+    -------
+    ConceptClass
+        The class, with its record schema and ``random_target``.
+
+    Raises
+    ------
+    UnknownKindError
+        ``name`` is not a known class (an ``LDPError`` and a ``KeyError``).
+    ParameterError
+        ``d`` is outside the range the class allows.
+
+    Examples
+    --------
+    >>> import ldp
+    >>> cc = ldp.concept_class("parity", 3)
+    >>> [(f.name, f.length) for f in cc.schema]
+    [('x', 3), ('y', 1)]
+    >>> ldp.concept_class("parity", 0)
+    Traceback (most recent call last):
+    ...
+    ldp.core.errors.ParameterError: parity: d must be ≥ 1, got 0
+    >>> ldp.concept_class("halfspace", 3)
+    Traceback (most recent call last):
+    ...
+    ldp.core.errors.UnknownKindError: unknown concept class 'halfspace'; known: [...]
+    """
     return ConceptClass(name, d)
 
 
@@ -386,7 +494,31 @@ class Referee:
     With label noise η the labels are flipped w.p. η independently of x, so
     error(h) = η + (1 − 2η)·Pr_D[h(x) ≠ c(x)] (the agnostic error; ``clean_error`` gives the
     second factor). Closed forms for PARITY and MASKED-PARITY under the uniform distribution;
-    exact enumeration of the feature domain otherwise (up to 2^22 points).
+    exact enumeration of the feature domain otherwise (up to 2^22 points). The Referee knows D
+    and the target; learners and the aggregator never see it (``PopulationSpec.referee()`` is
+    the experiment's copy).
+
+    Parameters
+    ----------
+    concept_class : ConceptClass
+        The class (its schema defines the feature domain).
+    target : Concept
+        The target concept c.
+    distribution : Distribution, default Uniform()
+        The distribution D of the features.
+    label_noise : float, default 0.0
+        η: each label is flipped with this probability, independently of x.
+
+    Examples
+    --------
+    >>> import ldp
+    >>> from ldp.core.concepts import ConstantHypothesis, ParityConcept
+    >>> cc = ldp.concept_class("parity", 3)
+    >>> referee = ldp.Referee(cc, ParityConcept((1, 0, 1)), label_noise=0.1)
+    >>> referee.error(ParityConcept((1, 0, 1))), referee.clean_error(ParityConcept((1, 0, 1)))
+    (0.1, 0.0)
+    >>> round(referee.error(ConstantHypothesis(0)), 12)  # wrong on half the inputs
+    0.5
     """
 
     concept_class: ConceptClass
@@ -395,11 +527,63 @@ class Referee:
     label_noise: float = 0.0
 
     def error(self, hypothesis: Hypothesis) -> float:
+        """error(h) = Pr_{(x,y)~D}[h(x) ≠ y] = η + (1 − 2η)·``clean_error(h)``, exactly.
+
+        Parameters
+        ----------
+        hypothesis : Hypothesis
+            Anything with a vectorized ``predict(features)``.
+
+        Returns
+        -------
+        float
+            The error against the (noisy) labels.
+
+        Raises
+        ------
+        ParameterError
+            No closed form applies and the feature domain has more than 2^22 points.
+
+        Examples
+        --------
+        >>> import ldp
+        >>> from ldp.core.concepts import ParityConcept
+        >>> referee = ldp.Referee(ldp.concept_class("parity", 4), ParityConcept((1, 1, 0, 0)))
+        >>> referee.error(ParityConcept((1, 1, 0, 0))), referee.error(ParityConcept((0, 1, 0, 0)))
+        (0.0, 0.5)
+        """
         clean = self.clean_error(hypothesis)
         return self.label_noise + (1.0 - 2.0 * self.label_noise) * clean
 
     def clean_error(self, hypothesis: Hypothesis) -> float:
-        """Pr_{x~D}[h(x) ≠ c(x)]."""
+        """Pr_{x~D}[h(x) ≠ c(x)]: the disagreement with the target, without label noise.
+
+        Closed form for PARITY and MASKED-PARITY hypotheses against a target of the same kind
+        under the uniform distribution; otherwise exact enumeration of the feature domain.
+
+        Parameters
+        ----------
+        hypothesis : Hypothesis
+            Anything with a vectorized ``predict(features)``.
+
+        Returns
+        -------
+        float
+            The probability, exactly (up to float rounding of the sum).
+
+        Raises
+        ------
+        ParameterError
+            Enumeration is needed and the feature domain has more than 2^22 points.
+
+        Examples
+        --------
+        >>> import ldp
+        >>> from ldp.core.concepts import ConstantHypothesis, PointConcept
+        >>> referee = ldp.Referee(ldp.concept_class("point", 3), PointConcept((1, 0, 1)), label_noise=0.2)
+        >>> referee.clean_error(ConstantHypothesis(0))  # wrong only at x = p: 1/8 of the cube
+        0.125
+        """
         closed = self._closed_form(hypothesis)
         if closed is not None:
             return closed

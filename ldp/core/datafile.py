@@ -59,9 +59,10 @@ import hashlib
 import io
 import json
 import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence, Union
+from typing import Any, Union
 
 import numpy as np
 
@@ -708,18 +709,67 @@ def _load(path: PathLike, schema: SchemaLike, columns: Sequence[str] | None) -> 
     fmt = "parquet" if _is_parquet(p) else "csv"
     reader = _read_parquet if fmt == "parquet" else _read_csv
     names, table = reader(p, display, columns, bounds)
-    final = declared if declared is not None else _infer(names, table.matrix)
+    if declared is not None:
+        final = declared
+    else:
+        assert table.matrix is not None  # a reader without a declared schema keeps the raw matrix
+        final = _infer(names, table.matrix)
     return p, display, final, names, table, fmt
 
 
 def load_data(path: PathLike, schema: SchemaLike = None, *, columns: Sequence[str] | None = None) -> DataPopulation:
     """Load and check users' records from a CSV or Parquet file.
 
-    ``schema``: a ``Schema``, a path to a JSON schema file, or its parsed JSON; None infers one
-    (``infer_schema``). ``columns``: the file columns to read, one per schema column in order
-    (default: the schema's ``columns`` or ``default_columns``); without a schema, the columns to
-    infer fields from (default: all). Every value is checked; the first bad one is a
-    ``ParameterError`` naming the file, row, column, value and what is allowed.
+    One user per data row, user ids 0..n−1 in file order; the records stay on the client and
+    only ``DataPopulation.public_description()`` (the schema and the number of users) is shown
+    to the aggregator. The file formats, the schema-file format and the inference rules are in
+    the module docstring (``ldp.core.datafile``): CSV is UTF-8 with a header row; Parquet
+    (``*.parquet``, ``*.pq`` or a file starting with ``PAR1``) needs pyarrow, the ``parquet``
+    extra. Every value is checked; the first bad one is a ``ParameterError`` naming the file,
+    row, column, value and what is allowed. The result's ``identity`` (the ledger key) is the
+    SHA-256 of the file's bytes, the schema and the columns read.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The data file.
+    schema : Schema, str, os.PathLike, mapping, sequence of mappings or None, default None
+        A ``Schema``, a path to a JSON schema file, or its parsed JSON; None infers one
+        (``infer_schema``: each column a field of length 1 with low = min, high = max,
+        step = the gcd of the differences).
+    columns : sequence of str, optional
+        The file columns to read, one per schema column in order (default: the schema's
+        ``columns`` or ``default_columns``); without a schema, the columns to infer fields from
+        (default: all).
+
+    Returns
+    -------
+    DataPopulation
+        The checked records, with ``schema``, ``size``, ``identity`` and ``records(first, count)``.
+
+    Raises
+    ------
+    ParameterError
+        A missing or unreadable file, a malformed schema, a missing column, or a bad value:
+        ``<file>, row <N> (line <L>), column '<name>': <problem>``.
+
+    Examples
+    --------
+    >>> import ldp, pathlib, tempfile
+    >>> folder = tempfile.TemporaryDirectory()
+    >>> path = pathlib.Path(folder.name) / "users.csv"
+    >>> _ = path.write_text("x,y\\n0,1\\n1,-1\\n1,1\\n")
+    >>> data = ldp.load_data(path)  # schema inferred: y takes -1, 1 (step 2)
+    >>> data.size, [(f.name, f.low, f.high, f.step) for f in data.schema]
+    (3, [('x', 0, 1, 1), ('y', -1, 1, 2)])
+    >>> data.records(0, 3).tolist()
+    [[0, 1], [1, -1], [1, 1]]
+    >>> _ = path.write_text("x,y\\n0,1\\n1,0\\n")
+    >>> ldp.load_data(path, {"fields": [{"name": "x"}, {"name": "y", "low": -1, "high": 1, "step": 2}]})
+    Traceback (most recent call last):
+    ...
+    ldp.core.errors.ParameterError: .../users.csv, row 2 (line 3), column 'y': value 0 is not allowed by field 'y' (low=-1, high=1, step=2: one of -1, 1)
+    >>> folder.cleanup()
     """
     p, _, final, names, table, fmt = _load(path, schema, columns)
     identity = _identity(table.digest, final, names)

@@ -21,11 +21,50 @@ __all__ = [
 
 
 class LDPError(Exception):
-    """Base class of every error ldp raises on purpose."""
+    """Base class of every error ldp raises on purpose.
+
+    User mistakes (bad parameters, unknown names, over-budget requests, broken session rules)
+    raise subclasses of ``LDPError`` with precise messages (what was wrong, which value, what
+    is allowed); the CLI prints them without a traceback. Catch ``LDPError`` to handle every
+    deliberate refusal at once.
+
+    Parameters
+    ----------
+    *args : object
+        The message (one string), as for any ``Exception``.
+
+    Examples
+    --------
+    >>> import ldp
+    >>> try:
+    ...     ldp.concept_class("parity", 0)
+    ... except ldp.LDPError as exc:
+    ...     print(type(exc).__name__, "-", exc)
+    ParameterError - parity: d must be ≥ 1, got 0
+    """
 
 
 class ParameterError(LDPError, ValueError):
-    """A parameter has a value outside what is allowed."""
+    """A parameter has a value outside what is allowed.
+
+    Also a ``ValueError``, so code that catches ``ValueError`` keeps working. The message names
+    the parameter, the value given and what is allowed.
+
+    Parameters
+    ----------
+    *args : object
+        The message (one string), as for any ``Exception``.
+
+    Examples
+    --------
+    >>> import ldp
+    >>> ldp.BinaryRandomizedResponse(float("inf"))
+    Traceback (most recent call last):
+    ...
+    ldp.core.errors.ParameterError: epsilon must be a finite number > 0, got inf
+    >>> issubclass(ldp.ParameterError, ldp.LDPError), issubclass(ldp.ParameterError, ValueError)
+    (True, True)
+    """
 
 
 class UnknownKindError(LDPError, KeyError):

@@ -15,8 +15,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -56,7 +57,7 @@ class PopulationDescription:
         return {"size": int(self.size), "schema": self.schema.to_json()}
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> "PopulationDescription":
+    def from_json(cls, data: Mapping[str, Any]) -> PopulationDescription:
         try:
             return cls(int(data["size"]), Schema.from_json(list(data["schema"])))
         except ParameterError:
@@ -67,7 +68,54 @@ class PopulationDescription:
 
 @dataclass(frozen=True)
 class PopulationSpec:
-    """n users holding i.i.d. labeled examples (x, c(x)), x ~ D, labels flipped w.p. label_noise."""
+    """n users holding i.i.d. labeled examples (x, c(x)), x ~ D, labels flipped w.p. label_noise.
+
+    Everything a client process needs to create its users' records *on the users' side*.
+    Records of users first..first+count−1 are a pure function of (seed, user id), so a shard
+    generates exactly the records those users would have in any other split (docs/design.md §2).
+    A spec is a secret of the experiment and the users' side: whoever holds it can regenerate
+    every record (and, for a seeded spec, every report's randomness); the aggregator only ever
+    sees ``description()`` (docs/design.md §2a). A spec of up to 2^40 users is always
+    constructible: machines each host a slice of it (``records`` refuses a slice too large for
+    one process, where it is built).
+
+    Parameters
+    ----------
+    concept_class : ConceptClass
+        The class, e.g. ``concept_class("parity", 8)``; it fixes the record schema.
+    target : Concept
+        The target c, e.g. ``concept_class(...).random_target(rng)``.
+    size : int
+        n, the number of users: an integer in [1, 2^40].
+    budget : float, default 1.0
+        Each user's privacy budget ε, a finite number in [2^-30, 2^10].
+    seed : int, default 0
+        The population seed in [0, 2^64): records (and, unless ``secure``, report randomness)
+        are derived from it.
+    distribution : Distribution, default Uniform()
+        D, the distribution of the features.
+    label_noise : float, default 0.0
+        η in [0, 0.5): each label is flipped with this probability (the agnostic setting).
+    secure : bool, default False
+        Take the report key from the OS (records stay seeded): reports are then not reproducible.
+
+    Raises
+    ------
+    ParameterError
+        Any argument of the wrong type or outside its range (the message names it).
+
+    Examples
+    --------
+    >>> import ldp
+    >>> cc = ldp.concept_class("parity", 3)
+    >>> population = ldp.PopulationSpec(cc, cc.random_target(ldp.generator(0, "target")), size=1000, budget=0.5, seed=1)
+    >>> population.size, population.budget, population.schema.width
+    (1000, 0.5, 4)
+    >>> ldp.PopulationSpec(cc, population.target, size=0)
+    Traceback (most recent call last):
+    ...
+    ldp.core.errors.ParameterError: population size must be an integer in [1, 2^40], got 0
+    """
 
     concept_class: ConceptClass
     target: Concept
@@ -107,11 +155,45 @@ class PopulationSpec:
         return self.concept_class.schema
 
     def referee(self) -> Referee:
-        """The ground truth for this population (held by the experiment, never the aggregator)."""
+        """The ground truth for this population (held by the experiment, never the aggregator).
+
+        Returns
+        -------
+        Referee
+            A referee of this class, target, distribution and label noise.
+
+        Examples
+        --------
+        >>> import ldp
+        >>> cc = ldp.concept_class("parity", 3)
+        >>> population = ldp.PopulationSpec(cc, cc.random_target(ldp.generator(0, "target")), size=10, label_noise=0.25)
+        >>> population.referee().error(population.target)  # the noise floor η
+        0.25
+        """
         return Referee(self.concept_class, self.target, self.distribution, self.label_noise)
 
     def description(self) -> PopulationDescription:
-        """The public part: schema and size (what the aggregator is told)."""
+        """The public part: schema and size (what the aggregator is told).
+
+        Nothing in it lets anyone compute a record or a draw (docs/design.md §2a): no target,
+        no seed, no distribution, no budget.
+
+        Returns
+        -------
+        PopulationDescription
+            The number of users and their record schema.
+
+        Examples
+        --------
+        >>> import ldp
+        >>> cc = ldp.concept_class("parity", 3)
+        >>> population = ldp.PopulationSpec(cc, cc.random_target(ldp.generator(0, "target")), size=10, seed=5)
+        >>> public = population.description()
+        >>> public.size, [f.name for f in public.schema]
+        (10, ['x', 'y'])
+        >>> public.to_json()["size"], sorted(public.to_json())
+        (10, ['schema', 'size'])
+        """
         return PopulationDescription(int(self.size), self.schema)
 
     @property
@@ -130,7 +212,49 @@ class PopulationSpec:
         return secret_key() if self.secure else derive_key_bytes("ldp.report-key", self.identity)
 
     def records(self, first_user: int, count: int) -> np.ndarray:
-        """Records of users first_user .. first_user+count−1 (``generate_records``)."""
+        """Records of users first_user .. first_user+count−1 (``generate_records``).
+
+        Features come from draw stream RECORDS/request 0, label noise from RECORDS/request 1:
+        both keyed by the population seed only (never the secure flag), so records are
+        reproducible, and a pure function of (seed, user id): any split of the users into
+        ranges gives the same rows. They are generated RECORD_CHUNK users at a time, so memory
+        is the records of the range asked for.
+
+        Parameters
+        ----------
+        first_user : int
+            The first user id, ≥ 0.
+        count : int
+            How many consecutive users, ≥ 0 (first_user + count ≤ size).
+
+        Returns
+        -------
+        numpy.ndarray
+            int16, shape (count, schema.width): the features, then the label in the last column.
+
+        Raises
+        ------
+        ParameterError
+            Non-integer arguments, users outside 0..size−1, or a range too large for this
+            machine's memory (``check_hostable``), before anything is allocated.
+
+        Examples
+        --------
+        >>> import ldp, numpy as np
+        >>> cc = ldp.concept_class("parity", 3)
+        >>> population = ldp.PopulationSpec(cc, cc.random_target(ldp.generator(0, "target")), size=100, seed=0)
+        >>> records = population.records(0, 100)
+        >>> records.shape, records.dtype
+        ((100, 4), dtype('int16'))
+        >>> bool((records[:, -1] == population.target.predict(records[:, :-1])).all())  # no label noise
+        True
+        >>> bool((population.records(40, 10) == records[40:50]).all())  # a pure function of (seed, user)
+        True
+        >>> population.records(95, 10)
+        Traceback (most recent call last):
+        ...
+        ldp.core.errors.ParameterError: users 95..104 are outside the population 0..99
+        """
         return generate_records(self, first_user, count)
 
     def to_json(self) -> dict[str, Any]:
@@ -147,7 +271,7 @@ class PopulationSpec:
         }
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> "PopulationSpec":
+    def from_json(cls, data: Mapping[str, Any]) -> PopulationSpec:
         try:
             return cls(
                 ConceptClass(str(data["concept_class"]), int(data["d"])),

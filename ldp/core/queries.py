@@ -18,8 +18,9 @@ from __future__ import annotations
 import itertools
 import math
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar, Mapping, Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -50,7 +51,39 @@ MAX_FINITE_VALUES = 4096
 
 @dataclass(frozen=True)
 class QuerySpec:
-    """A query by name and JSON-able parameters; what travels on the wire."""
+    """A query by name and JSON-able parameters; what travels on the wire.
+
+    Only registered kinds can be named on the wire, so a client evaluates nothing it does not
+    know: ``make_query(spec, schema)`` (the users' side) validates the spec against a record
+    ``Schema`` and returns a ``Query`` whose ``evaluate`` is vectorized over records. Build specs
+    with the builders (``field_query``, ``parity``, ...) rather than by hand.
+
+    Parameters
+    ----------
+    name : str
+        The registered kind (an identifier), e.g. ``"field"``; ``query_kinds()`` lists them.
+    params : mapping of str to JSON-able values, default {}
+        The kind's parameters.
+
+    Raises
+    ------
+    ParameterError
+        ``name`` is not an identifier, or ``params`` is not a mapping with string keys. Unknown
+        kinds and parameters a kind does not accept are refused by ``make_query``.
+
+    Examples
+    --------
+    >>> import ldp
+    >>> spec = ldp.QuerySpec("field", {"field": "x", "index": 1})
+    >>> spec == ldp.field_query("x", 1), spec.to_json()
+    (True, {'name': 'field', 'params': {'field': 'x', 'index': 1}})
+    >>> ldp.QuerySpec.from_json(spec.to_json()) == spec
+    True
+    >>> ldp.QuerySpec("two words")
+    Traceback (most recent call last):
+    ...
+    ldp.core.errors.ParameterError: a query name must be a non-empty identifier (one of [...]), got 'two words'
+    """
 
     name: str
     params: Mapping[str, Any] = field(default_factory=dict)
@@ -71,7 +104,7 @@ class QuerySpec:
         return {"name": self.name, "params": _jsonable(self.params)}
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> "QuerySpec":
+    def from_json(cls, data: Mapping[str, Any]) -> QuerySpec:
         if not isinstance(data, Mapping) or "name" not in data:
             raise ParameterError(f"a query spec must be an object with a 'name', got {data!r}")
         params = data.get("params", {})
@@ -535,21 +568,128 @@ def _finite(what: str, value: Any) -> float:
     return float(value)
 
 
-def _spec(what: str, value: Any) -> "QuerySpec":
+def _spec(what: str, value: Any) -> QuerySpec:
     if not isinstance(value, QuerySpec):
         raise ParameterError(f"{what} must be a QuerySpec (e.g. field_query('x', 0)), got {type(value).__name__} {value!r}")
     return value
 
 
 def field_query(name: str, index: int = 0) -> QuerySpec:
+    """g(z) = z[field][index]: one column of a field, e.g. bit j of x (kind ``"field"``).
+
+    Its bound b is max(|low|, |high|) of the field and its values are the field's values.
+
+    A builder checks what needs no schema (types, identifier names, integer indices ≥ 0) and
+    raises a ParameterError naming the value; a field a schema lacks is refused by
+    ``Session.round`` (against the oracle's description) and by the users.
+
+    Parameters
+    ----------
+    name : str
+        The field's name (an identifier), e.g. ``"x"``.
+    index : int, default 0
+        Which column of the field, ≥ 0.
+
+    Returns
+    -------
+    QuerySpec
+        ``QuerySpec("field", {"field": name, "index": index})``.
+
+    Raises
+    ------
+    ParameterError
+        ``name`` is not an identifier or ``index`` is not an integer ≥ 0.
+
+    Examples
+    --------
+    >>> import ldp, numpy as np
+    >>> from ldp.core.queries import make_query
+    >>> spec = ldp.field_query("x", 2)
+    >>> spec
+    QuerySpec(name='field', params={'field': 'x', 'index': 2})
+    >>> records = np.array([[1, 0, 1, 0], [0, 1, 0, 1]], dtype=np.int16)  # (x0, x1, x2, y)
+    >>> make_query(spec, ldp.concept_class("parity", 3).schema).evaluate(records).tolist()
+    [1.0, 0.0]
+    >>> ldp.field_query("x", -1)
+    Traceback (most recent call last):
+    ...
+    ldp.core.errors.ParameterError: field_query('x'): index must be an integer ≥ 0, got -1
+    """
     return QuerySpec("field", {"field": _identifier("field_query: field", name), "index": _index(f"field_query({name!r}): index", index)})
 
 
 def label_query(name: str = "y") -> QuerySpec:
+    """g(z) = the label: the (first) column of the label field (kind ``"label"``).
+
+    A builder checks what needs no schema (types, identifier names, integer indices ≥ 0) and
+    raises a ParameterError naming the value; a field a schema lacks is refused by
+    ``Session.round`` (against the oracle's description) and by the users.
+
+    Parameters
+    ----------
+    name : str, default "y"
+        The label field's name (an identifier).
+
+    Returns
+    -------
+    QuerySpec
+        ``QuerySpec("label", {"field": name})``.
+
+    Raises
+    ------
+    ParameterError
+        ``name`` is not an identifier.
+
+    Examples
+    --------
+    >>> import ldp, numpy as np
+    >>> from ldp.core.queries import make_query
+    >>> records = np.array([[1, 0, 1, 0], [0, 1, 0, 1]], dtype=np.int16)  # (x0, x1, x2, y)
+    >>> make_query(ldp.label_query(), ldp.concept_class("parity", 3).schema).evaluate(records).tolist()
+    [0.0, 1.0]
+    """
     return QuerySpec("label", {"field": _identifier("label_query: field", name)})
 
 
 def conjunction(*literals: tuple[str, int, int] | tuple[str, int, int, bool]) -> QuerySpec:
+    """g(z) = 1 if every literal holds else 0 (kind ``"conjunction"``, values {0, 1}, bound 1).
+
+    A literal (field, index, value, equal) tests z[field][index] == value (or != value when
+    equal is false). The users' side also refuses a value the field cannot take.
+
+    A builder checks what needs no schema (types, identifier names, integer indices ≥ 0) and
+    raises a ParameterError naming the value; a field a schema lacks is refused by
+    ``Session.round`` (against the oracle's description) and by the users.
+
+    Parameters
+    ----------
+    *literals : tuple
+        One or more ``(field, index, value)`` or ``(field, index, value, equal)``: field an
+        identifier, index an integer ≥ 0, value an integer, equal a bool (default True).
+
+    Returns
+    -------
+    QuerySpec
+        ``QuerySpec("conjunction", {"literals": [[field, index, value(, equal)], ...]})``.
+
+    Raises
+    ------
+    ParameterError
+        No literal, or a literal of the wrong shape or types.
+
+    Examples
+    --------
+    >>> import ldp, numpy as np
+    >>> from ldp.core.queries import make_query
+    >>> spec = ldp.conjunction(("x", 0, 1), ("x", 1, 0, False))  # x0 = 1 and x1 ≠ 0
+    >>> records = np.array([[1, 0, 1, 0], [1, 1, 0, 1]], dtype=np.int16)
+    >>> make_query(spec, ldp.concept_class("parity", 3).schema).evaluate(records).tolist()
+    [0.0, 1.0]
+    >>> ldp.conjunction()
+    Traceback (most recent call last):
+    ...
+    ldp.core.errors.ParameterError: conjunction needs at least one literal (field, index, value[, equal])
+    """
     if not literals:
         raise ParameterError("conjunction needs at least one literal (field, index, value[, equal])")
     out = []
@@ -570,8 +710,51 @@ def conjunction(*literals: tuple[str, int, int] | tuple[str, int, int, bool]) ->
 
 
 def parity(mask: Sequence[int] | np.ndarray, field: str = "x", output: str = "sign") -> QuerySpec:
-    """(−1)^⟨m, x⟩ (or the bit ⟨m, x⟩ with ``output="bit"``); ``mask`` is a list of indices into
-    the field, or a bool vector over it."""
+    """(−1)^⟨m, x⟩ (or the bit ⟨m, x⟩ with ``output="bit"``) over the bits of a field named by ``mask``.
+
+    ``mask`` is a list of indices into the field, or a bool vector over it.
+
+    Kind ``"parity"``: values {−1, +1} (or {0, 1}), bound 1; an empty mask is the constant 1.
+
+    A builder checks what needs no schema (types, identifier names, integer indices ≥ 0) and
+    raises a ParameterError naming the value; a field a schema lacks is refused by
+    ``Session.round`` (against the oracle's description) and by the users.
+
+    Parameters
+    ----------
+    mask : sequence of int or numpy.ndarray
+        Distinct indices ≥ 0 into the field, or a one-dimensional bool vector over it.
+    field : str, default "x"
+        The field the parity is over.
+    output : {"sign", "bit"}, default "sign"
+        ``"sign"``: (−1)^⟨m, x⟩ ∈ {−1, +1}; ``"bit"``: ⟨m, x⟩ mod 2 ∈ {0, 1}.
+
+    Returns
+    -------
+    QuerySpec
+        ``QuerySpec("parity", {"field": field, "mask": [indices], "output": output})``.
+
+    Raises
+    ------
+    ParameterError
+        A mask that is not 1-d, has negative or repeated indices or non-integer entries; an
+        unknown ``output``; a ``field`` that is not an identifier.
+
+    Examples
+    --------
+    >>> import ldp, numpy as np
+    >>> from ldp.core.queries import make_query
+    >>> schema = ldp.concept_class("parity", 3).schema
+    >>> records = np.array([[1, 0, 1, 0], [1, 1, 0, 1]], dtype=np.int16)
+    >>> make_query(ldp.parity([0, 2]), schema).evaluate(records).tolist()
+    [1.0, -1.0]
+    >>> ldp.parity(np.array([True, False, True]), output="bit") == ldp.parity([0, 2], output="bit")
+    True
+    >>> ldp.parity([1, 1])
+    Traceback (most recent call last):
+    ...
+    ldp.core.errors.ParameterError: parity: mask indices must be distinct, got [1, 1]
+    """
     if isinstance(mask, (str, bytes)):
         raise ParameterError(f"parity: mask must be a list of indices ≥ 0 or a bool vector, got {mask!r}")
     m = np.asarray(mask)
@@ -595,15 +778,107 @@ def parity(mask: Sequence[int] | np.ndarray, field: str = "x", output: str = "si
 
 
 def bent(field: str = "x", output: str = "sign") -> QuerySpec:
-    """(−1)^{Σ_k x_k x_{k+L/2}} over a {0,1} field of even length L (every Walsh coefficient ±2^{−L/2})."""
+    """(−1)^{Σ_k x_k x_{k+L/2}} over a {0,1} field of even length L (every Walsh coefficient ±2^{−L/2}).
+
+    Kind ``"bent"``: the inner-product (Maiorana–McFarland) bent function. Every Walsh
+    coefficient has magnitude exactly 2^{−L/2}, so one such query correlates equally with *all*
+    2^L parities: the query family that refutes the "one r per query" step of KLNRS Theorem 5.1
+    (docs/theorem51.md). The users' side refuses a field that is not {0,1}-valued, of odd
+    length, or longer than 124 bits.
+
+    A builder checks what needs no schema (types, identifier names, integer indices ≥ 0) and
+    raises a ParameterError naming the value; a field a schema lacks is refused by
+    ``Session.round`` (against the oracle's description) and by the users.
+
+    Parameters
+    ----------
+    field : str, default "x"
+        The {0,1} field of even length L.
+    output : {"sign", "bit"}, default "sign"
+        ``"sign"``: the value in {−1, +1}; ``"bit"``: the exponent mod 2 in {0, 1}.
+
+    Returns
+    -------
+    QuerySpec
+        ``QuerySpec("bent", {"field": field, "output": output})``.
+
+    Raises
+    ------
+    ParameterError
+        An unknown ``output`` or a ``field`` that is not an identifier.
+
+    Examples
+    --------
+    >>> import ldp, numpy as np
+    >>> from ldp.core.queries import make_query
+    >>> schema = ldp.concept_class("parity", 4).schema  # x has L = 4 bits: x0·x2 + x1·x3
+    >>> records = np.array([[1, 0, 1, 0, 0], [1, 1, 1, 1, 0], [0, 1, 0, 1, 0]], dtype=np.int16)
+    >>> make_query(ldp.bent(), schema).evaluate(records).tolist()
+    [-1.0, 1.0, -1.0]
+    """
     if output not in ("sign", "bit"):
         raise ParameterError(f"bent: output must be 'sign' or 'bit', got {output!r}")
     return QuerySpec("bent", {"field": _identifier("bent: field", field), "output": output})
 
 
 def user_parity(start: int, count: int, field: str = "x", output: str = "sign") -> QuerySpec:
-    """Users start..start+count−1, split evenly into 2^L groups; group c answers the parity
-    (−1)^⟨r_c, x⟩ with r_c the binary expansion of c (``UserParityQuery``)."""
+    """A per-user family of parities: users split evenly into 2^L groups, one parity each.
+
+    Users start..start+count−1, split evenly into 2^L groups; group c answers the parity
+    (−1)^⟨r_c, x⟩ with r_c the binary expansion of c (``UserParityQuery``).
+
+    Kind ``"user_parity"``: a per-user family. User u gets the candidate vector r(u) ∈ {0,1}^L,
+    the L-bit binary expansion (x's bit 0 first) of its group in the even split of
+    ``user_parity_groups(count, 2^L)`` (the first ``count mod 2^L`` groups get one user more).
+    One request then asks 2^L different non-adaptive questions, one per group of users: the
+    non-interactive local model lets every user run a randomizer of its own, fixed before any
+    report (KLNRS Definition 4.4: LR_z(i, R) names the user i and its randomizer R). The value
+    any one user reports about still depends on its own record alone, so a randomizer over it
+    is exactly as private as over a fixed ``parity``. It needs the users' ids: it is not a
+    statistical query. The field must be {0,1}-valued with at most 62 bits (checked by the
+    users' side).
+
+    A builder checks what needs no schema (types, identifier names, integer indices ≥ 0) and
+    raises a ParameterError naming the value; a field a schema lacks is refused by
+    ``Session.round`` (against the oracle's description) and by the users.
+
+    Parameters
+    ----------
+    start : int
+        The first user of the family, ≥ 0.
+    count : int
+        How many users, ≥ 1.
+    field : str, default "x"
+        The {0,1} field the parities are over (L = its length).
+    output : {"sign", "bit"}, default "sign"
+        ``"sign"``: (−1)^⟨r(u), x⟩; ``"bit"``: ⟨r(u), x⟩ mod 2.
+
+    Returns
+    -------
+    QuerySpec
+        ``QuerySpec("user_parity", {"field": field, "start": start, "count": count, "output": output})``.
+
+    Raises
+    ------
+    ParameterError
+        ``start`` < 0, ``count`` < 1, non-integers, an unknown ``output``, or a ``field`` that is
+        not an identifier.
+
+    Examples
+    --------
+    Eight users, L = 3: user u asks the parity of the bits of x named by the binary digits of u.
+
+    >>> import ldp, numpy as np
+    >>> from ldp.core.queries import make_query
+    >>> query = make_query(ldp.user_parity(0, 8), ldp.concept_class("parity", 3).schema)
+    >>> records = np.tile(np.array([1, 1, 1, 0], dtype=np.int16), (8, 1))  # everyone has x = 111
+    >>> query.evaluate(records, users=np.arange(8)).tolist()  # (−1)^popcount(u)
+    [1.0, -1.0, -1.0, 1.0, -1.0, 1.0, 1.0, -1.0]
+    >>> ldp.user_parity(0, 0)
+    Traceback (most recent call last):
+    ...
+    ldp.core.errors.ParameterError: user_parity: count must be ≥ 1, got 0
+    """
     if output not in ("sign", "bit"):
         raise ParameterError(f"user_parity: output must be 'sign' or 'bit', got {output!r}")
     count = _index("user_parity: count", count)
@@ -615,16 +890,110 @@ def user_parity(start: int, count: int, field: str = "x", output: str = "sign") 
 
 
 def product(*factors: QuerySpec) -> QuerySpec:
+    """g(z) = Π_k g_k(z): the product of scalar queries (kind ``"product"``).
+
+    Its bound is the product of the factors' bounds; its values, when every factor has a small
+    finite set (≤ 4096 combinations), are the products of theirs.
+
+    A builder checks what needs no schema (types, identifier names, integer indices ≥ 0) and
+    raises a ParameterError naming the value; a field a schema lacks is refused by
+    ``Session.round`` (against the oracle's description) and by the users.
+
+    Parameters
+    ----------
+    *factors : QuerySpec
+        One or more scalar query specs.
+
+    Returns
+    -------
+    QuerySpec
+        ``QuerySpec("product", {"factors": [factor.to_json(), ...]})``.
+
+    Raises
+    ------
+    ParameterError
+        No factor, or a factor that is not a ``QuerySpec``.
+
+    Examples
+    --------
+    >>> import ldp, numpy as np
+    >>> from ldp.core.queries import make_query
+    >>> query = make_query(ldp.product(ldp.parity([0]), ldp.parity([1])), ldp.concept_class("parity", 3).schema)
+    >>> records = np.array([[1, 0, 1, 0], [1, 1, 0, 1]], dtype=np.int16)
+    >>> query.evaluate(records).tolist(), query.bound  # (−1)^x0 · (−1)^x1
+    ([-1.0, 1.0], 1.0)
+    """
     if not factors:
         raise ParameterError("product needs at least one factor (a QuerySpec)")
     return QuerySpec("product", {"factors": [_spec(f"product: factor {k}", f).to_json() for k, f in enumerate(factors)]})
 
 
 def affine(query: QuerySpec, scale: float = 1.0, offset: float = 0.0) -> QuerySpec:
+    """g(z) = scale · h(z) + offset for a scalar query h (kind ``"affine"``).
+
+    Its values are scale·v + offset for h's values v (when finite), and its bound the largest
+    of their magnitudes (else |scale|·b_h + |offset|).
+
+    A builder checks what needs no schema (types, identifier names, integer indices ≥ 0) and
+    raises a ParameterError naming the value; a field a schema lacks is refused by
+    ``Session.round`` (against the oracle's description) and by the users.
+
+    Parameters
+    ----------
+    query : QuerySpec
+        h, a scalar query spec.
+    scale : float, default 1.0
+        A finite multiplier.
+    offset : float, default 0.0
+        A finite shift.
+
+    Returns
+    -------
+    QuerySpec
+        ``QuerySpec("affine", {"query": query.to_json(), "scale": scale, "offset": offset})``.
+
+    Raises
+    ------
+    ParameterError
+        ``query`` is not a ``QuerySpec``, or ``scale``/``offset`` is not a finite number.
+
+    Examples
+    --------
+    Map a {0,1} bit to a ±1 sign, 2x − 1:
+
+    >>> import ldp, numpy as np
+    >>> from ldp.core.queries import make_query
+    >>> query = make_query(ldp.affine(ldp.field_query("x", 0), scale=2.0, offset=-1.0), ldp.concept_class("parity", 3).schema)
+    >>> query.evaluate(np.array([[1, 0, 1, 0], [0, 1, 0, 1]], dtype=np.int16)).tolist(), query.values().tolist()
+    ([1.0, -1.0], [-1.0, 1.0])
+    >>> ldp.affine(ldp.label_query(), scale=float("inf"))
+    Traceback (most recent call last):
+    ...
+    ldp.core.errors.ParameterError: affine: scale must be a finite number, got inf
+    """
     return QuerySpec(
         "affine", {"query": _spec("affine: query", query).to_json(), "scale": _finite("affine: scale", scale), "offset": _finite("affine: offset", offset)}
     )
 
 
 def record_query() -> QuerySpec:
+    """The whole record (identity), for randomizers that randomize every field at once.
+
+    Kind ``"record"``: its width is the schema's width (not a scalar query), and it has no small
+    finite set of values; ``record_rr`` is the randomizer that takes it (each column through
+    k-ary randomized response at ε/width, basic composition, KLNRS Claim 2.1).
+
+    Returns
+    -------
+    QuerySpec
+        ``QuerySpec("record", {})``.
+
+    Examples
+    --------
+    >>> import ldp, numpy as np
+    >>> from ldp.core.queries import make_query
+    >>> query = make_query(ldp.record_query(), ldp.concept_class("parity", 3).schema)
+    >>> query.width, query.evaluate(np.array([[1, 0, 1, 0]], dtype=np.int16)).tolist()
+    (4, [[1, 0, 1, 0]])
+    """
     return QuerySpec("record", {})

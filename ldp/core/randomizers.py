@@ -48,16 +48,17 @@ from __future__ import annotations
 import functools
 import math
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal, localcontext
 from fractions import Fraction
-from typing import Any, ClassVar, Mapping, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 
 from ldp.core.errors import ParameterError, UnknownKindError, require_epsilon, require_positive_finite
 from ldp.core.queries import Query, QuerySpec, make_query
-from ldp.core.rng import UserRandomness
+from ldp.core.rng import Draws
 from ldp.core.schema import Schema
 
 __all__ = [
@@ -210,7 +211,7 @@ class Randomizer(ABC):
     auditable: ClassVar[bool] = True  # False: float outputs, no exact realized distribution (laplace)
 
     @abstractmethod
-    def sample(self, inputs: np.ndarray, randomness: UserRandomness) -> np.ndarray:
+    def sample(self, inputs: np.ndarray, randomness: Draws) -> np.ndarray:
         """One report per user: inputs[k] is user k's (checked) query value."""
 
     @abstractmethod
@@ -284,7 +285,7 @@ class Randomizer(ABC):
             return inputs
         return inputs[np.unique(np.linspace(0, len(inputs) - 1, count).round().astype(np.int64))]
 
-    def factors(self) -> list["Randomizer"] | None:
+    def factors(self) -> list[Randomizer] | None:
         """The independent factors of a product mechanism (each with its own draws), or None."""
         return None
 
@@ -308,9 +309,33 @@ def _rr_log(mass: int, bits: int = 64) -> float:
 class BinaryRandomizedResponse(Randomizer):
     """Randomized response on u ∈ {0, 1}: report u w.p. A/2^64, else 1 − u (``rr_cells``, k = 2).
 
+    Warner (1965), exact on 64-bit draws: one draw X per report, keep if X < A. Reports are
+    uint8 bits.
+
     Privacy: A/B ≤ e^ε exactly (``rr_cells``), at every ε — the keep probability never rounds to
     1 (B ≥ 1), so no report is impossible under either input.
     Estimator: (w − q)/(p − q) with the realized p = A/2^64, q = B/2^64; variance pq/(p − q)².
+
+    Parameters
+    ----------
+    epsilon : float
+        ε, a finite number in [2^-30, 2^10].
+
+    Raises
+    ------
+    ParameterError
+        ``epsilon`` is not a finite number in [2^-30, 2^10].
+
+    Examples
+    --------
+    >>> import ldp
+    >>> rr = ldp.BinaryRandomizedResponse(1.0)
+    >>> round(rr.keep_probability, 6), round(rr.flip_probability, 6)  # e/(1 + e), 1/(1 + e)
+    (0.731059, 0.268941)
+    >>> sum(rr.cell_sizes) == 2**64
+    True
+    >>> ldp.verify_exact(rr).passed  # the realized loss is ≤ ε, exactly
+    True
     """
 
     epsilon: float
@@ -337,7 +362,7 @@ class BinaryRandomizedResponse(Randomizer):
     def flip_probability(self) -> float:
         return self.cell_sizes[1] / TWO64
 
-    def sample(self, inputs: np.ndarray, randomness: UserRandomness) -> np.ndarray:
+    def sample(self, inputs: np.ndarray, randomness: Draws) -> np.ndarray:
         a, b = self.cell_sizes
         idx = (np.asarray(inputs) != 0).astype(np.int64)
         return _rr_draw(idx, randomness.bits(0), a, b).astype(np.uint8)
@@ -362,10 +387,57 @@ class BinaryRandomizedResponse(Randomizer):
         return [np.array([0, self.cell_sizes[0]], dtype=np.uint64)]
 
     def estimate(self, reports: np.ndarray) -> np.ndarray:
+        """Per-report unbiased estimates of the input bit: E[estimate(R(u))] = u.
+
+        (w − q)/(p − q) with the *realized* p = A/2^64 and q = B/2^64 (so the estimate stays
+        unbiased, whatever the rounding of the cells); variance pq/(p − q)² (``variance``). The
+        mean over users estimates the fraction of users whose input is 1.
+
+        Parameters
+        ----------
+        reports : numpy.ndarray
+            Reports w ∈ {0, 1} (e.g. ``Reports.values``).
+
+        Returns
+        -------
+        numpy.ndarray
+            float64, one estimate per report: (w − q)/(p − q).
+
+        Examples
+        --------
+        >>> import ldp, numpy as np
+        >>> from ldp.core.rng import RandomSource
+        >>> rr = ldp.BinaryRandomizedResponse(1.0)
+        >>> rr.estimate(np.array([0, 1])).round(4).tolist()
+        [-0.582, 1.582]
+        >>> users = np.arange(100_000)
+        >>> bits = (users % 4 == 0).astype(float)  # a quarter of the users hold 1
+        >>> reports = rr.sample(bits, RandomSource(0).for_request("demo", 0, users))
+        >>> bool(abs(rr.estimate(reports).mean() - 0.25) < 0.02)
+        True
+        """
         a, b = self.cell_sizes
         return (np.asarray(reports, dtype=np.float64) - b / TWO64) / ((a - b) / TWO64)
 
     def variance(self, u: np.ndarray | float) -> np.ndarray:
+        """Var[estimate(R(u))] = pq/(p − q)², the same for both inputs.
+
+        Parameters
+        ----------
+        u : numpy.ndarray or float
+            Inputs (only their shape matters).
+
+        Returns
+        -------
+        numpy.ndarray
+            float64, shaped like ``u``.
+
+        Examples
+        --------
+        >>> import ldp
+        >>> round(float(ldp.BinaryRandomizedResponse(1.0).variance(0.0)), 4)
+        0.9207
+        """
         a, b = self.cell_sizes
         p, q, gap = a / TWO64, b / TWO64, (a - b) / TWO64
         return np.broadcast_to(p * q / gap**2, np.shape(u)).astype(np.float64)
@@ -379,6 +451,32 @@ class KaryRandomizedResponse(Randomizer):
     other k − 1 (``rr_cells``): Pr[keep] = A/2^64, Pr[each other] = B/2^64, A/B ≤ e^ε exactly.
     The report is the category *value*. Estimator of u: the frequency estimator
     f̂_j = (1[w=c_j] − q)/(p − q) with the realized p, q, combined as Σ c_j f̂_j.
+
+    Parameters
+    ----------
+    epsilon : float
+        ε, a finite number in [2^-30, 2^10].
+    categories : tuple of float
+        The k ≥ 2 distinct finite values an input can take (stored sorted).
+
+    Raises
+    ------
+    ParameterError
+        An invalid ``epsilon``; fewer than 2 distinct or non-finite categories; or an ε so small
+        for this k that the 2^-64 grid cannot express the mechanism (``rr_cells``).
+
+    Examples
+    --------
+    >>> import ldp
+    >>> rr = ldp.KaryRandomizedResponse(2.0, (2, 0, 1))
+    >>> rr.categories, rr.k
+    ((0.0, 1.0, 2.0), 3)
+    >>> round(rr.keep_probability, 4), round(rr.other_probability, 4)  # e^2/(e^2 + 2), 1/(e^2 + 2)
+    (0.787, 0.1065)
+    >>> ldp.KaryRandomizedResponse(1.0, (1, 1))
+    Traceback (most recent call last):
+    ...
+    ldp.core.errors.ParameterError: kary_rr needs k ≥ 2 distinct categories, got k=2: (1.0, 1.0)
     """
 
     epsilon: float
@@ -429,7 +527,7 @@ class KaryRandomizedResponse(Randomizer):
             raise ParameterError(f"kary_rr: an input is not one of the categories {self.categories[:8]}")
         return idx
 
-    def sample(self, inputs: np.ndarray, randomness: UserRandomness) -> np.ndarray:
+    def sample(self, inputs: np.ndarray, randomness: Draws) -> np.ndarray:
         a, b = self.cell_sizes
         idx = self._index(np.asarray(inputs, dtype=np.float64))
         return np.asarray(self.categories)[_rr_draw(idx, randomness.bits(0), a, b)]
@@ -456,7 +554,32 @@ class KaryRandomizedResponse(Randomizer):
         return [np.array([0] + [a + j * b for j in range(self.k - 1)], dtype=np.uint64)]
 
     def frequencies(self, reports: np.ndarray) -> np.ndarray:
-        """Unbiased estimates of the fraction of users in each category (KOV 2014), vectorized."""
+        """Unbiased estimates of the fraction of users in each category (KOV 2014), vectorized.
+
+        f̂_j = (fraction of reports equal to c_j − q)/(p − q), with the realized p and q. A report
+        that is not a category counts for none.
+
+        Parameters
+        ----------
+        reports : numpy.ndarray
+            Reports (category values).
+
+        Returns
+        -------
+        numpy.ndarray
+            float64, shape (k,): one estimate per category, in ``categories`` order; they sum
+            to 1 (up to rounding) but may be negative.
+
+        Examples
+        --------
+        >>> import ldp, numpy as np
+        >>> from ldp.core.rng import RandomSource
+        >>> rr = ldp.KaryRandomizedResponse(2.0, (0, 1, 2))
+        >>> inputs = np.repeat([0.0, 1.0, 2.0], [20_000, 30_000, 50_000])
+        >>> reports = rr.sample(inputs, RandomSource(0).for_request("demo", 0, np.arange(100_000)))
+        >>> bool(np.abs(rr.frequencies(reports) - [0.2, 0.3, 0.5]).max() < 0.02)
+        True
+        """
         p, q, gap = self._pq_gap()
         r = np.asarray(reports, dtype=np.float64).ravel()
         counts = np.zeros(self.k)
@@ -468,6 +591,30 @@ class KaryRandomizedResponse(Randomizer):
         return (counts - q) / gap
 
     def estimate(self, reports: np.ndarray) -> np.ndarray:
+        """Per-report unbiased estimates of the input value: E[estimate(R(u))] = u.
+
+        Σ_j c_j (1[w=c_j] − q)/(p − q) = (w − q Σ c)/(p − q), with the realized p and q.
+
+        Parameters
+        ----------
+        reports : numpy.ndarray
+            Reports (category values).
+
+        Returns
+        -------
+        numpy.ndarray
+            float64, one estimate per report.
+
+        Examples
+        --------
+        >>> import ldp, numpy as np
+        >>> from ldp.core.rng import RandomSource
+        >>> rr = ldp.KaryRandomizedResponse(2.0, (0, 1, 2))
+        >>> inputs = np.repeat([0.0, 1.0, 2.0], [20_000, 30_000, 50_000])  # mean 1.3
+        >>> reports = rr.sample(inputs, RandomSource(0).for_request("demo", 0, np.arange(100_000)))
+        >>> bool(abs(rr.estimate(reports).mean() - 1.3) < 0.03)
+        True
+        """
         p, q, gap = self._pq_gap()
         cats = np.asarray(self.categories)
         # Σ_j c_j (1[w=c_j] − q)/(p − q) = (w − q Σ c)/(p − q)
@@ -526,7 +673,7 @@ class LaplaceRandomizer(Randomizer):
     def scale(self) -> float:
         return 2.0 * self.bound / self.epsilon
 
-    def sample(self, inputs: np.ndarray, randomness: UserRandomness) -> np.ndarray:
+    def sample(self, inputs: np.ndarray, randomness: Draws) -> np.ndarray:
         centred = randomness.uniform(0) - 0.5  # never exactly 0: uniforms are odd multiples of 2^-53
         noise = -self.scale * np.sign(centred) * np.log1p(-2.0 * np.abs(centred))
         return np.asarray(inputs, dtype=np.float64) + noise
@@ -662,10 +809,10 @@ def _noise_table(epsilon: float, steps: int, slack: float, extension: int) -> _N
     boundaries = np.cumsum(cells[:-1], dtype=np.uint64)
     upper = np.cumsum(cells[t:][::-1], dtype=np.uint64)[::-1].copy()
     lower = np.cumsum(cells[: t + 1], dtype=np.uint64)[::-1].copy()
-    z = np.arange(-t, t + 1, dtype=np.float64)
+    support = np.arange(-t, t + 1, dtype=np.float64)
     prob = cells.astype(np.float64) / 2.0**64
-    mean = float((z * prob).sum())
-    return _NoiseTable(float(a), float(alpha), c + extension, t, cells, boundaries, upper, lower, mean, float((z**2 * prob).sum() - mean**2))
+    mean = float((support * prob).sum())
+    return _NoiseTable(float(a), float(alpha), c + extension, t, cells, boundaries, upper, lower, mean, float((support**2 * prob).sum() - mean**2))
 
 
 def _sliding(x: np.ndarray, width: int, op: np.ufunc) -> np.ndarray:
@@ -686,8 +833,10 @@ def _sliding(x: np.ndarray, width: int, op: np.ufunc) -> np.ndarray:
 
 @dataclass(frozen=True)
 class DiscreteLaplaceRandomizer(Randomizer):
-    """Laplace on a grid with every report probability an exact integer/2^117: Claim 4.1 made
-    floating-point safe (Mironov 2012; Canonne, Kamath & Steinke 2020; KLNRS Claim 4.1).
+    """Laplace on a grid with every report probability an exact integer/2^117.
+
+    Claim 4.1 made floating-point safe (Mironov 2012; Canonne, Kamath & Steinke 2020; KLNRS
+    Claim 4.1).
 
     For u ∈ [−b, b], grid step r = b/c with c = ``steps`` (a power of two, default ≈ 32ε):
 
@@ -720,6 +869,36 @@ class DiscreteLaplaceRandomizer(Randomizer):
     Clamp bias (``clamp_bias_bound``): |E[w] − u| ≤ r·(α′^{W−c+1}/(1 − α′²) + 2(T+1)²/2^64 + 2^-54)
     ≈ (b/ε)·e^{−λ}: ≤ 2·10^-9·b/ε at λ = 20, ≤ 3.4·10^-4·b/ε at λ = 8.
     Estimator: w. Variance: r²(f(1−f) + Var Z) (clamping only shrinks it).
+
+    Parameters
+    ----------
+    epsilon : float
+        ε, a finite number in [2^-30, 16].
+    bound : float
+        b > 0, finite: inputs are clipped to [−b, b] (``check_inputs``).
+    steps : int, optional
+        c, grid steps per bound: a power of two in [1, 2^20]; None: 2^round(log2(32ε)) within
+        [1, 2^20].
+
+    Raises
+    ------
+    ParameterError
+        An invalid ``epsilon`` or ``bound``; ε > 16; ``steps`` not a power of two in [1, 2^20];
+        or (ε, steps) whose window would reach fewer than 8 noise scales (λ < 8).
+
+    Examples
+    --------
+    >>> import ldp
+    >>> dl = ldp.DiscreteLaplaceRandomizer(1.0, bound=1.0)
+    >>> dl.steps, dl.grid, dl.tail_lambda  # c = 32, reports on the grid r = b/c, λ = 20
+    (32, 0.03125, 20.0)
+    >>> audit = ldp.verify_exact(dl)
+    >>> audit.passed, round(audit.max_log_ratio, 4)  # ≈ ε(1 − 2^-12)
+    (True, 0.9998)
+    >>> ldp.DiscreteLaplaceRandomizer(1.0, 1.0, steps=3)
+    Traceback (most recent call last):
+    ...
+    ldp.core.errors.ParameterError: discrete_laplace: steps must be a power of two in [1, 2^20], got 3
     """
 
     epsilon: float
@@ -746,17 +925,23 @@ class DiscreteLaplaceRandomizer(Randomizer):
         object.__setattr__(self, "steps", int(c))
         self._table  # noqa: B018  (refuses (ε, steps) that cannot be made exact, before any charge)
 
+    @property
+    def c(self) -> int:
+        """c, the number of grid steps per bound (``steps`` after construction, never None)."""
+        assert self.steps is not None  # __post_init__ sets it
+        return self.steps
+
     def _extension(self) -> int:
-        return dl_window_extension(self.epsilon, self.steps, self.SLACK, self.MAX_LAMBDA, self.MIN_LAMBDA, self.MAX_TABLE)  # type: ignore[arg-type]
+        return dl_window_extension(self.epsilon, self.c, self.SLACK, self.MAX_LAMBDA, self.MIN_LAMBDA, self.MAX_TABLE)
 
     @property
     def _table(self) -> _NoiseTable:
-        return _noise_table(self.epsilon, self.steps, self.SLACK, self._extension())  # type: ignore[arg-type]
+        return _noise_table(self.epsilon, self.c, self.SLACK, self._extension())
 
     @property
     def grid(self) -> float:
         """r = b/c: the report spacing."""
-        return self.bound / self.steps  # type: ignore[operator]
+        return self.bound / self.c
 
     @property
     def alpha(self) -> float:
@@ -776,7 +961,7 @@ class DiscreteLaplaceRandomizer(Randomizer):
     @property
     def tail_lambda(self) -> float:
         """λ = (W − c)·ε/(2c): how many noise scales 2b/ε the window reaches past ±b."""
-        return (self.window - self.steps) * self.epsilon / (2 * self.steps)  # type: ignore[operator]
+        return (self.window - self.c) * self.epsilon / (2 * self.c)
 
     @property
     def noise_scale(self) -> float:
@@ -788,19 +973,19 @@ class DiscreteLaplaceRandomizer(Randomizer):
         """An upper bound on Pr[k + Z > W − 1 + 1] (clamped at the top, any input; the bottom is the
         same): α′^{W−c+1}/(1+α′) plus the table's cell errors (T + 1)·1.01/2^64."""
         a, t = self._table.a, self.table_half_width
-        return math.exp(-a * (self.window - self.steps + 1)) / (1.0 + self.alpha) + (t + 1) * 1.01 / 2.0**64  # type: ignore[operator]
+        return math.exp(-a * (self.window - self.c + 1)) / (1.0 + self.alpha) + (t + 1) * 1.01 / 2.0**64
 
     @property
     def clamp_bias_bound(self) -> float:
         """|E[w] − u| ≤ r·(α′^{W−c+1}/(1−α′²) + 2(T+1)²/2^64 + 2^-54): clamping, the table's cell
         errors (at most 1.01 per cell, over |z| ≤ T) and the 2^-53 rounding of F."""
         a, t = self._table.a, self.table_half_width
-        overshoot = math.exp(-a * (self.window - self.steps + 1)) / -math.expm1(-2.0 * a)  # type: ignore[operator]
+        overshoot = math.exp(-a * (self.window - self.c + 1)) / -math.expm1(-2.0 * a)
         return self.grid * (overshoot + 2.0 * (t + 1) ** 2 / 2.0**64 + 2.0**-54)
 
     def _rounding(self, u: np.ndarray | float) -> tuple[np.ndarray, np.ndarray]:
         """(k0, F): u/r = k0 + f, F = round(f·2^53) ∈ [0, 2^53]; k0 ∈ [−c, c−1]."""
-        c = self.steps
+        c = self.c
         x = np.clip(np.nan_to_num(np.asarray(u, dtype=np.float64) / self.grid), -c, c)  # type: ignore[call-overload]
         k0 = np.minimum(np.floor(x), c - 1)  # type: ignore[operator]  # u = +b: k0 = c − 1, f = 1
         f = x - k0
@@ -817,7 +1002,7 @@ class DiscreteLaplaceRandomizer(Randomizer):
         low = t.lower[np.clip(w_ + k, 0, h)]
         return np.where(m >= w_, up, np.where(m <= -w_, low, interior))
 
-    def sample(self, inputs: np.ndarray, randomness: UserRandomness) -> np.ndarray:
+    def sample(self, inputs: np.ndarray, randomness: Draws) -> np.ndarray:
         t = self._table
         k0, f53 = self._rounding(inputs)
         x53 = (randomness.bits(0) >> _S11).astype(np.int64)
@@ -834,7 +1019,7 @@ class DiscreteLaplaceRandomizer(Randomizer):
         on_grid = (np.abs(m) <= self.window) & (m * self.grid == w)
         m = np.where(on_grid, m, 0).astype(np.int64)
         p0 = self._pmk(k0, m).astype(np.float64)
-        p1 = self._pmk(np.minimum(k0 + 1, self.steps), m).astype(np.float64)  # type: ignore[call-overload]
+        p1 = self._pmk(np.minimum(k0 + 1, self.c), m).astype(np.float64)
         f = f53.astype(np.float64)
         with np.errstate(divide="ignore"):
             logp = np.log((2.0**53 - f) * p0 + f * p1) - 117 * _LN2
@@ -848,11 +1033,11 @@ class DiscreteLaplaceRandomizer(Randomizer):
 
     def audit_inputs(self) -> np.ndarray:
         """The grid points k·r, k ∈ [−c, c]: every input's distribution is a mixture of two of these."""
-        return np.arange(-self.steps, self.steps + 1) * self.grid  # type: ignore[operator]
+        return np.arange(-self.c, self.c + 1) * self.grid
 
     def consistency_inputs(self, count: int) -> np.ndarray:
         """Points between grid points first (so that draw 0 matters), both ends, 0."""
-        c, r, b = self.steps, self.grid, self.bound
+        c, r, b = self.c, self.grid, self.bound
         pts = [-b + 0.5 * r, b, -b, b - r / 3.0, 0.0, 0.3 * r, (c // 2 + 0.75) * r, -(c // 3 + 0.125) * r]  # type: ignore[operator]
         return np.clip(np.array(pts[: max(1, count)], dtype=np.float64), -b, b)
 
@@ -865,7 +1050,7 @@ class DiscreteLaplaceRandomizer(Randomizer):
         if np.all((f53 == 0) | (f53 == TWO53)):
             return outputs, self._pmk((k0 + (f53 == TWO53))[:, None], ms[None, :]), TWO64
         p0 = self._pmk(k0[:, None], ms[None, :]).astype(object)
-        p1 = self._pmk(np.minimum(k0 + 1, self.steps)[:, None], ms[None, :]).astype(object)  # type: ignore[call-overload]
+        p1 = self._pmk(np.minimum(k0 + 1, self.c)[:, None], ms[None, :]).astype(object)
         f = f53.astype(object)[:, None]
         return outputs, (TWO53 - f) * p0 + f * p1, TWO53 * TWO64
 
@@ -879,7 +1064,7 @@ class DiscreteLaplaceRandomizer(Randomizer):
         """Per output m, the max and min of Pr[m | k]·2^64 over k ∈ [−c, c], in O(T): interior
         m sees the window G[m−c .. m+c] (sliding max/min), the ends the suffix sums S(W−c .. W+c)."""
         t = self._table
-        c, w_, h = self.steps, t.window, t.half_width
+        c, w_, h = self.c, t.window, t.half_width
         size = 2 * c + 1  # type: ignore[operator]
         hi_window = _sliding(t.cells, size, np.maximum)  # index i: cells[i .. i + 2c]
         lo_window = _sliding(t.cells, size, np.minimum)
@@ -895,9 +1080,32 @@ class DiscreteLaplaceRandomizer(Randomizer):
 
     def realized_column(self, inputs: np.ndarray, j: int) -> np.ndarray:
         k0, f53 = self._rounding(inputs)
-        return self._pmk(k0 + (f53 == TWO53), np.int64(j - self.window))
+        return self._pmk(k0 + (f53 == TWO53), np.asarray(j - self.window, dtype=np.int64))
 
     def estimate(self, reports: np.ndarray) -> np.ndarray:
+        """Per-report estimates of the input: the report w itself.
+
+        Unbiased up to the clamp bias, |E[w] − u| ≤ ``clamp_bias_bound`` ≈ (b/ε)·e^{−λ}.
+
+        Parameters
+        ----------
+        reports : numpy.ndarray
+            Reports w = r·m on the grid.
+
+        Returns
+        -------
+        numpy.ndarray
+            float64, the reports unchanged.
+
+        Examples
+        --------
+        >>> import ldp, numpy as np
+        >>> from ldp.core.rng import RandomSource
+        >>> dl = ldp.DiscreteLaplaceRandomizer(1.0, bound=1.0)
+        >>> reports = dl.sample(np.full(100_000, 0.3), RandomSource(0).for_request("demo", 0, np.arange(100_000)))
+        >>> bool(abs(dl.estimate(reports).mean() - 0.3) < 0.05)  # Var w ≈ 2(2b/ε)² = 8 per report
+        True
+        """
         return np.asarray(reports, dtype=np.float64)
 
     def variance(self, u: np.ndarray | float) -> np.ndarray:
@@ -966,7 +1174,7 @@ class PlusMinusRandomizedResponse(Randomizer):
         t = t_lo + np.floor(frac * float(t_hi - t_lo) + 0.5)
         return np.clip(t, t_lo, t_hi).astype(np.int64)
 
-    def sample(self, inputs: np.ndarray, randomness: UserRandomness) -> np.ndarray:
+    def sample(self, inputs: np.ndarray, randomness: Draws) -> np.ndarray:
         plus = (randomness.bits(0) >> _S11).astype(np.int64) < self._threshold(inputs)
         return np.where(plus, self.magnitude, -self.magnitude)
 
@@ -1093,7 +1301,7 @@ class RecordRandomizedResponse(Randomizer):
             )
         return x.astype(np.int64)
 
-    def sample(self, inputs: np.ndarray, randomness: UserRandomness) -> np.ndarray:
+    def sample(self, inputs: np.ndarray, randomness: Draws) -> np.ndarray:
         x = np.asarray(inputs, dtype=np.int64)
         low = np.asarray(self.low, dtype=np.int64)
         step = self._step()
@@ -1138,8 +1346,51 @@ class RecordRandomizedResponse(Randomizer):
 
 @dataclass(frozen=True)
 class RandomizerSpec:
-    """A randomizer by kind, query and ε; JSON-able. The *client* derives the ε it charges
-    from this spec through the randomizer it builds, never from a separate field."""
+    """A randomizer by kind, query and ε; JSON-able: what the aggregator sends the users.
+
+    The *client* derives the ε it charges from this spec through the randomizer it builds,
+    never from a separate field. Construction refuses what no user would run (see Raises); the
+    users' side checks everything again (``LocalRandomizer.build``): this is for the
+    aggregator's programmer, not a privacy guarantee.
+
+    Parameters
+    ----------
+    kind : str
+        A registered randomizer kind (``randomizer_kinds()``): ``"binary_rr"``, ``"kary_rr"``,
+        ``"discrete_laplace"``, ``"pm_rr"``, ``"record_rr"``, or ``"laplace"`` (not requestable
+        by users: in-process paper-fidelity demonstrations only).
+    query : QuerySpec
+        The query g whose value the randomizer takes, e.g. ``field_query("x", 0)``.
+    epsilon : float
+        ε, a finite real in [2^-30, 2^10] (``require_epsilon``); stored as a float.
+    params : mapping, default {}
+        Kind-specific parameters, e.g. ``{"steps": 16}`` for ``discrete_laplace``.
+
+    Raises
+    ------
+    UnknownKindError
+        An unregistered kind (the message lists the kinds).
+    ParameterError
+        A kind that is not a string, a query that is not a ``QuerySpec``, an invalid ε, or
+        params that are not a mapping.
+
+    Examples
+    --------
+    >>> import ldp
+    >>> spec = ldp.RandomizerSpec("binary_rr", ldp.field_query("x", 0), epsilon=1)
+    >>> spec.epsilon, spec.to_json()["query"]
+    (1.0, {'name': 'field', 'params': {'field': 'x', 'index': 0}})
+    >>> ldp.RandomizerSpec.from_json(spec.to_json()) == spec
+    True
+    >>> ldp.RandomizerSpec("binary_rr", ldp.field_query("x", 0), epsilon=0)
+    Traceback (most recent call last):
+    ...
+    ldp.core.errors.ParameterError: randomizer 'binary_rr': epsilon must be a finite number > 0, got 0.0
+    >>> ldp.RandomizerSpec("gaussian", ldp.field_query("x", 0), epsilon=1)
+    Traceback (most recent call last):
+    ...
+    ldp.core.errors.UnknownKindError: unknown randomizer kind 'gaussian'; registered kinds are [...]
+    """
 
     kind: str
     query: QuerySpec
@@ -1167,7 +1418,7 @@ class RandomizerSpec:
             raise ParameterError(f"randomizer {self.kind!r}: params must be a mapping (a dict), got {type(self.params).__name__} {self.params!r}")
 
     @classmethod
-    def unchecked(cls, kind: Any, query: Any, epsilon: Any, params: Any = None) -> "RandomizerSpec":
+    def unchecked(cls, kind: Any, query: Any, epsilon: Any, params: Any = None) -> RandomizerSpec:
         """A spec built *without* the construction checks: what the wire codec decodes (an
         aggregator's request, validated by the users' side when ``LocalRandomizer.build`` builds
         it) and what tests send to prove that the users' side refuses what a hostile or buggy
@@ -1181,7 +1432,7 @@ class RandomizerSpec:
         return {"kind": self.kind, "query": self.query.to_json(), "epsilon": self.epsilon, "params": dict(self.params)}
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> "RandomizerSpec":
+    def from_json(cls, data: Mapping[str, Any]) -> RandomizerSpec:
         try:
             return cls(str(data["kind"]), QuerySpec.from_json(data["query"]), float(data["epsilon"]), dict(data.get("params", {})))
         except UnknownKindError:
@@ -1239,6 +1490,22 @@ _UNAUDITED_KINDS = frozenset({"laplace"})
 
 
 def randomizer_kinds() -> list[str]:
+    """The registered randomizer kinds, sorted: the names a ``RandomizerSpec`` may use.
+
+    ``laplace`` is listed but not requestable by users (``LocalRandomizer.build`` refuses it
+    unless ``allow_unaudited=True``: its float outputs are open to Mironov's attack).
+
+    Returns
+    -------
+    list of str
+        The kinds, in alphabetical order.
+
+    Examples
+    --------
+    >>> import ldp
+    >>> ldp.randomizer_kinds()
+    ['binary_rr', 'discrete_laplace', 'kary_rr', 'laplace', 'pm_rr', 'record_rr']
+    """
     return sorted(_BUILDERS)
 
 
@@ -1251,6 +1518,27 @@ class LocalRandomizer:
     nothing is charged for a report that cannot be made: ``inputs(records)`` evaluates the query
     and checks every value (may raise ParameterError), then, after charging the users whose
     inputs were accepted, ``sample(inputs, randomness)`` (never raises on checked inputs).
+    Privacy holds for the composition because the randomizer is ε-private over *all* values its
+    input can take and ``check_inputs`` enforces that domain before anything is charged.
+
+    Parameters
+    ----------
+    spec : RandomizerSpec
+        The spec it was built from.
+    query : Query
+        The validated query, bound to the users' schema.
+    randomizer : Randomizer
+        The validated randomizer.
+
+    Examples
+    --------
+    Build one with ``LocalRandomizer.build`` (not the constructor, which checks nothing):
+
+    >>> import ldp
+    >>> schema = ldp.concept_class("parity", 3).schema
+    >>> local = ldp.LocalRandomizer.build(ldp.RandomizerSpec("kary_rr", ldp.parity([0, 1]), 1.0), schema)
+    >>> local.randomizer, local.epsilon, local.report_width
+    (KaryRandomizedResponse(epsilon=1.0, categories=(-1.0, 1.0)), 1.0, 1)
     """
 
     spec: RandomizerSpec
@@ -1258,12 +1546,52 @@ class LocalRandomizer:
     randomizer: Randomizer
 
     @classmethod
-    def build(cls, spec: RandomizerSpec, schema: Schema, *, allow_unaudited: bool = False) -> "LocalRandomizer":
-        """Validate a spec against a schema. Refuses (ParameterError): a kind whose sampler is
-        not auditable (float ``laplace``) unless ``allow_unaudited`` (in-process paper-fidelity
-        demonstrations only — never for requests from an aggregator); a query whose width is not
-        the randomizer's input width; a finite query with values outside a finite randomizer's
-        domain."""
+    def build(cls, spec: RandomizerSpec, schema: Schema, *, allow_unaudited: bool = False) -> LocalRandomizer:
+        """Validate a spec against a schema and build what the user runs.
+
+        Refuses (ParameterError): a kind whose sampler is not auditable (float ``laplace``)
+        unless ``allow_unaudited`` (in-process paper-fidelity demonstrations only — never for
+        requests from an aggregator); a query whose width is not the randomizer's input width;
+        a finite query with values outside a finite randomizer's domain. Everything in the spec
+        is checked again here (ε, the kind, the query against the schema), so a spec decoded
+        from the wire without checks is refused just the same.
+
+        Parameters
+        ----------
+        spec : RandomizerSpec
+            The randomizer kind, query and ε.
+        schema : Schema
+            The users' record schema (the query is validated against it).
+        allow_unaudited : bool, default False
+            Accept a kind whose sampler is not auditable (float ``laplace``).
+
+        Returns
+        -------
+        LocalRandomizer
+            The validated composition; its ``epsilon`` is what a charge costs.
+
+        Raises
+        ------
+        ParameterError
+            An invalid ε, query or parameters, or any refusal above.
+        UnknownKindError
+            An unregistered randomizer or query kind.
+
+        Examples
+        --------
+        >>> import ldp
+        >>> schema = ldp.concept_class("parity", 3).schema
+        >>> ldp.LocalRandomizer.build(ldp.RandomizerSpec("binary_rr", ldp.label_query(), 0.5), schema).epsilon
+        0.5
+        >>> ldp.LocalRandomizer.build(ldp.RandomizerSpec("binary_rr", ldp.parity([0]), 1.0), schema)
+        Traceback (most recent call last):
+        ...
+        ldp.core.errors.ParameterError: binary_rr needs a {0,1}-valued query; 'parity' takes values [-1.0, 1.0]
+        >>> ldp.LocalRandomizer.build(ldp.RandomizerSpec("laplace", ldp.label_query(), 1.0), schema)
+        Traceback (most recent call last):
+        ...
+        ldp.core.errors.ParameterError: randomizer 'laplace' is not auditable: ... request 'discrete_laplace'
+        """
         epsilon = require_epsilon(spec.epsilon)
         try:
             builder = _BUILDERS[spec.kind]
@@ -1306,17 +1634,100 @@ class LocalRandomizer:
         return self.query.width
 
     def inputs(self, records: np.ndarray, users: np.ndarray | None = None) -> np.ndarray:
-        """The randomizer's inputs g(z_i), checked by ``randomizer.check_inputs`` (a bad value is a
-        ParameterError naming it; bounded inputs are clipped to [−b, b]): privacy must not depend
-        on the query keeping its word. ``users`` are the rows' user ids (a per-user family such as
-        ``user_parity`` needs them). Call it for all users *before* charging any."""
+        """The randomizer's inputs g(z_i), checked by ``randomizer.check_inputs``.
+
+        A bad value is a ParameterError naming it; bounded inputs are clipped to [−b, b]:
+        privacy must not depend on the query keeping its word. Call it for all users *before*
+        charging any.
+
+        Parameters
+        ----------
+        records : numpy.ndarray
+            The users' records, shape (n, schema.width).
+        users : numpy.ndarray, optional
+            The rows' user ids (a per-user family such as ``user_parity`` needs them).
+
+        Returns
+        -------
+        numpy.ndarray
+            The checked inputs, one per row (rows of the record width for ``record_rr``).
+
+        Raises
+        ------
+        ParameterError
+            A value outside the randomizer's domain, NaN or ±inf, or missing user ids for a
+            per-user family.
+
+        Examples
+        --------
+        >>> import ldp, numpy as np
+        >>> schema = ldp.concept_class("parity", 3).schema
+        >>> local = ldp.LocalRandomizer.build(ldp.RandomizerSpec("kary_rr", ldp.parity([0, 1]), 1.0), schema)
+        >>> local.inputs(np.array([[1, 0, 1, 0], [0, 0, 1, 1]], dtype=np.int16)).tolist()
+        [-1.0, 1.0]
+        """
         return self.randomizer.check_inputs(self.query.evaluate(records, users))
 
-    def sample(self, inputs: np.ndarray, randomness: UserRandomness) -> np.ndarray:
-        """Each user's report from its checked input (``inputs``); does not raise on those."""
+    def sample(self, inputs: np.ndarray, randomness: Draws) -> np.ndarray:
+        """Each user's report from its checked input (``inputs``); does not raise on those.
+
+        Parameters
+        ----------
+        inputs : numpy.ndarray
+            Checked inputs, from ``inputs``.
+        randomness : Draws
+            The users' draws (``UserRandomness``: one per user, in the rows' order).
+
+        Returns
+        -------
+        numpy.ndarray
+            One report per user, of the randomizer's report dtype.
+
+        Examples
+        --------
+        >>> import ldp, numpy as np
+        >>> from ldp.core.rng import RandomSource
+        >>> schema = ldp.concept_class("parity", 3).schema
+        >>> local = ldp.LocalRandomizer.build(ldp.RandomizerSpec("binary_rr", ldp.label_query(), 1.0), schema)
+        >>> randomness = RandomSource(0).for_request("demo", 0, np.arange(3))
+        >>> reports = local.sample(local.inputs(np.array([[0, 0, 0, 1]] * 3, dtype=np.int16)), randomness)
+        >>> reports.dtype, set(reports.tolist()) <= {0, 1}
+        (dtype('uint8'), True)
+        """
         return self.randomizer.sample(inputs, randomness).astype(self.report_dtype, copy=False)
 
-    def apply(self, records: np.ndarray, randomness: UserRandomness) -> np.ndarray:
-        """Each user's report: R(z_i) for every row of ``records`` (``inputs`` then ``sample``);
-        the rows belong to ``randomness.users``."""
+    def apply(self, records: np.ndarray, randomness: Draws) -> np.ndarray:
+        """Each user's report: R(z_i) for every row of ``records`` (``inputs`` then ``sample``).
+
+        The rows belong to ``randomness.users``. Nothing is charged here: a client charges
+        between ``inputs`` and ``sample``.
+
+        Parameters
+        ----------
+        records : numpy.ndarray
+            The users' records, shape (n, schema.width).
+        randomness : Draws
+            The users' draws; ``randomness.users`` are the rows' user ids.
+
+        Returns
+        -------
+        numpy.ndarray
+            One report per row.
+
+        Raises
+        ------
+        ParameterError
+            A query value outside the randomizer's domain (``inputs``).
+
+        Examples
+        --------
+        >>> import ldp, numpy as np
+        >>> from ldp.core.rng import RandomSource
+        >>> schema = ldp.concept_class("parity", 3).schema
+        >>> local = ldp.LocalRandomizer.build(ldp.RandomizerSpec("kary_rr", ldp.parity([0, 1]), 1.0), schema)
+        >>> records = np.array([[1, 0, 1, 0], [0, 0, 1, 1]], dtype=np.int16)
+        >>> randomness = RandomSource(0).for_request("demo", 0, np.arange(2))
+        >>> bool((local.apply(records, randomness) == local.sample(local.inputs(records), randomness)).all())
+        True
+        """
         return self.sample(self.inputs(records, np.asarray(randomness.users, dtype=np.int64)), randomness)

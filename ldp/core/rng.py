@@ -33,11 +33,13 @@ import hashlib
 import os
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Protocol
 
 import numpy as np
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
 __all__ = [
+    "Draws",
     "Streams",
     "RandomSource",
     "UserRandomness",
@@ -105,8 +107,21 @@ def prf_words(key: bytes, users: np.ndarray, counters: np.ndarray | int, draw: i
     # (8× faster than update() at 10^6 blocks). Its output needs room for one extra block.
     out = np.empty(2 * n + 2, dtype="<u8")
     if n:
-        _cipher(key).encryptor().update_into(memoryview(blocks).cast("B"), memoryview(out).cast("B"))
+        _cipher(key).encryptor().update_into(blocks.data.cast("B"), out.data.cast("B"))
     return out[: 2 * n : 2].view(np.uint64)
+
+
+class Draws(Protocol):
+    """What a sampler reads: one uint64 (``bits``) or one uniform float (``uniform``) per user and
+    draw index. ``UserRandomness`` is the real thing; the exact audit feeds fixed stand-ins
+    (``ldp.core.audit.FixedRandomness``) through the same samplers."""
+
+    @property
+    def users(self) -> np.ndarray: ...
+
+    def bits(self, draw: int = 0) -> np.ndarray: ...
+
+    def uniform(self, draw: int = 0) -> np.ndarray: ...
 
 
 @dataclass(frozen=True)
@@ -169,7 +184,33 @@ def generator(seed: int, *labels: object) -> np.random.Generator:
     """A numpy Generator (Philox) for curator- or aggregator-side randomness, keyed by labels.
 
     One way to get non-per-user randomness: e.g. ``generator(seed, "parity-learner", trial)``.
-    Never share one Generator across processes; derive one per purpose instead.
+    Never share one Generator across processes; derive one per purpose instead. The Philox key
+    is two 64-bit ``derive_key`` values (SHA-256 of the seed and the labels), so the stream is a
+    pure function of (seed, labels): the same arguments give the same draws, and different
+    labels give independent-looking streams. This is not the users' report randomness (that is
+    keyed by a secret, ``UserRandomness``).
+
+    Parameters
+    ----------
+    seed : int
+        The experiment's seed.
+    *labels : object
+        What the randomness is for (strings, ints: their ``repr`` is hashed), e.g. a purpose
+        and a trial number.
+
+    Returns
+    -------
+    numpy.random.Generator
+        A fresh Generator over ``numpy.random.Philox``.
+
+    Examples
+    --------
+    >>> import ldp
+    >>> a = ldp.generator(7, "trial", 3).integers(0, 2**32, 4)
+    >>> b = ldp.generator(7, "trial", 3).integers(0, 2**32, 4)
+    >>> c = ldp.generator(7, "trial", 4).integers(0, 2**32, 4)
+    >>> bool((a == b).all()), bool((a == c).all())
+    (True, False)
     """
     key = [derive_key("ldp.generator", int(seed), *labels), derive_key("ldp.generator.hi", int(seed), *labels)]
     return np.random.Generator(np.random.Philox(key=np.array(key, dtype=np.uint64)))

@@ -6,8 +6,9 @@ A database z = (z_1, ..., z_n) (KLNRS §2.1) is held as one int16 numpy array of
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -113,5 +114,5 @@ class Schema:
         return [dict(name=f.name, length=f.length, low=f.low, high=f.high, step=f.step) for f in self.fields]
 
     @classmethod
-    def from_json(cls, data: list[dict[str, Any]]) -> "Schema":
+    def from_json(cls, data: list[dict[str, Any]]) -> Schema:
         return cls(tuple(Field(**d) for d in data))

@@ -52,9 +52,9 @@ interactive protocol escapes it: round 2's randomizer depends on r.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Sequence
 
 import numpy as np
 from scipy.stats import norm
@@ -62,12 +62,12 @@ from scipy.stats import norm
 from ldp.core.concepts import MaskedParityConcept, concept_class
 from ldp.core.errors import ParameterError
 from ldp.core.queries import QuerySpec, affine, conjunction, label_query, parity, product, record_query, user_parity, user_parity_groups
-from ldp.core.schema import Schema
 from ldp.core.randomizers import BinaryRandomizedResponse, LocalRandomizer, RandomizerSpec, RecordRandomizedResponse
+from ldp.core.schema import Schema
+from ldp.learners.results import LearnerResult
 from ldp.local.messages import SessionKind, Status
 from ldp.local.oracle import LROracle, Reports
 from ldp.local.session import Request, Session
-from ldp.learners.results import LearnerResult
 from ldp.sq.bounds import users_per_query
 from ldp.sq.oracle import SQOracle
 
@@ -332,11 +332,12 @@ async def learn_masked_parity_lni(
     c = int(np.dot(r, 1 << np.arange(d - 1, -1, -1, dtype=np.int64)))
     bounds = user_parity_groups(plan.a_users, 2**d)
     group = _group_values(reports[d], start + int(bounds[c]), start + int(bounds[c + 1])) if plan.a_users else np.zeros(0)
+    a_est: float | None = None
     if len(group):
-        a_est: float | None = _rr_mean(group, epsilon)
+        a_est = _rr_mean(group, epsilon)
         a, how = int(a_est > 0.25), "group"
     else:
-        a_est, a, how = None, int(rng.integers(0, 2)), "coin"  # fewer users than candidates: no one was asked about r
+        a, how = int(rng.integers(0, 2)), "coin"  # fewer users than candidates: no one was asked about r
     return LearnerResult(
         _concept(r, a),
         users=plan.users,

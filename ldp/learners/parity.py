@@ -89,7 +89,7 @@ class PackedExamples:
     rows: np.ndarray  # (n, words) uint64
 
     @classmethod
-    def from_arrays(cls, features: np.ndarray, labels: np.ndarray) -> "PackedExamples":
+    def from_arrays(cls, features: np.ndarray, labels: np.ndarray) -> PackedExamples:
         features = np.asarray(features)
         labels = np.asarray(labels).reshape(-1, 1)
         if features.ndim != 2 or len(features) != len(labels):
@@ -97,13 +97,13 @@ class PackedExamples:
         return cls(features.shape[1], pack_bits(np.concatenate([features, labels], axis=1)))
 
     @classmethod
-    def from_records(cls, records: np.ndarray) -> "PackedExamples":
+    def from_records(cls, records: np.ndarray) -> PackedExamples:
         """PARITY records: d bit columns x, then the label y ∈ {0, 1}."""
         records = np.asarray(records)
         return cls(records.shape[1] - 1, pack_bits(records))
 
     @classmethod
-    def concatenate(cls, parts: list["PackedExamples"]) -> "PackedExamples":
+    def concatenate(cls, parts: list[PackedExamples]) -> PackedExamples:
         if not parts:
             raise ParameterError("nothing to concatenate")
         return cls(parts[0].d, np.concatenate([p.rows for p in parts], axis=0))

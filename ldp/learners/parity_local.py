@@ -23,10 +23,10 @@ from ldp.core.concepts import ParityConcept
 from ldp.core.errors import ParameterError
 from ldp.core.queries import QuerySpec, affine, label_query, parity, product, user_parity, user_parity_candidate
 from ldp.core.randomizers import BinaryRandomizedResponse, RandomizerSpec
+from ldp.learners.results import LearnerResult
 from ldp.local.messages import SessionKind, Status
 from ldp.local.oracle import LROracle
 from ldp.local.session import Request, Session
-from ldp.learners.results import LearnerResult
 from ldp.sq.bounds import users_per_query
 
 __all__ = ["correlation_query", "correlation_family", "learn_parity_local", "parity_local_lemma43_users"]

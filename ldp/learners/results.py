@@ -15,8 +15,9 @@ Referee can never silently score ⊥ as if it were a real labeling.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 

@@ -84,9 +84,9 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Sequence
 
 import numpy as np
 
@@ -371,7 +371,7 @@ def determined(d: int, queries: Sequence[QuerySpec], tolerance: float, profile: 
         r_det, method = _pairwise_r_determined(profile, tau), "pairwise"
     else:
         r_det, method = np.full(2**d, _coordinate_certificate(profile, tau)), "coordinate certificate"
-    return Determination(d, tau, sep.any(axis=0), r_det, method, sep.sum(axis=1))
+    return Determination(d, tau, np.asarray(sep.any(axis=0)), r_det, method, np.asarray(sep.sum(axis=1)))
 
 
 # --- the bounds ---

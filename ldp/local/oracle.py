@@ -11,20 +11,26 @@ here, once, so the in-process and gRPC transports return bit-identical results.
 from __future__ import annotations
 
 import asyncio
+import json
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ldp.core.errors import ParameterError
 from ldp.core.population import PopulationDescription, PopulationSpec
 from ldp.core.randomizers import RandomizerSpec
-from ldp.local.messages import Assignment, RoundReply, RoundRequest, Status, Users
 from ldp.local.ledger_store import LedgerStore
+from ldp.local.messages import Assignment, RoundReply, RoundRequest, Status, Users
 from ldp.local.shard import Shard
 
-__all__ = ["Reports", "ShardRange", "LROracle", "InProcessLROracle", "split_round", "assemble_round"]
+if TYPE_CHECKING:
+    from ldp.local.session import Session
+
+__all__ = ["Reports", "ShardRange", "Transcript", "LROracle", "InProcessLROracle", "split_round", "assemble_round"]
 
 
 @dataclass(frozen=True)
@@ -41,6 +47,37 @@ class Reports:
     """The answer to one request: per user asked, a status; reports of the answered ones.
 
     ``values[k]`` is the report of ``answered_users[k]`` (users in the order requested).
+    REFUSED users (over budget) were not charged; for MISSING and ERROR users ``errors`` says
+    which shard and why. ``Session.round`` returns one per request, in order.
+
+    Parameters
+    ----------
+    request_id : int
+        The request's id (derived from session, round and position).
+    randomizer : RandomizerSpec
+        The randomizer the users were asked to run.
+    users : numpy.ndarray
+        The users asked, in the order requested.
+    status : numpy.ndarray
+        uint8 ``Status`` per user asked.
+    values : numpy.ndarray
+        The reports of the answered users, in order (rows of the record width for ``record_rr``).
+    errors : tuple of str, default ()
+        Why users are MISSING or ERROR, one message per cause.
+
+    Examples
+    --------
+    >>> import ldp
+    >>> cc = ldp.concept_class("parity", 3)
+    >>> population = ldp.PopulationSpec(cc, cc.random_target(ldp.generator(0, "target")), size=100, budget=1.0)
+    >>> session = ldp.Session(ldp.InProcessLROracle(population), ldp.SessionKind.INTERACTIVE)
+    >>> rr = ldp.RandomizerSpec("binary_rr", ldp.label_query(), epsilon=0.75)
+    >>> (first,) = ldp.run(session.round([ldp.Request.of([3, 50, 99], rr)]))
+    >>> first.counts(), first.answered_users.tolist(), first.values.dtype
+    ({'answered': 3, 'refused': 0, 'missing': 0, 'error': 0}, [3, 50, 99], dtype('uint8'))
+    >>> (second,) = ldp.run(session.round([ldp.Request.of(range(0, 5), rr)]))  # user 3 has 0.25 left
+    >>> second.refused_users.tolist(), second.status.tolist(), len(second.values)
+    ([3], [0, 0, 0, 1, 0], 4)
     """
 
     request_id: int
@@ -67,6 +104,23 @@ class Reports:
         return self.users[self.status == Status.ERROR]
 
     def counts(self) -> dict[str, int]:
+        """How many users asked ended in each ``Status``.
+
+        Returns
+        -------
+        dict of str to int
+            ``{"answered": ..., "refused": ..., "missing": ..., "error": ...}``.
+
+        Examples
+        --------
+        >>> import ldp
+        >>> cc = ldp.concept_class("parity", 3)
+        >>> population = ldp.PopulationSpec(cc, cc.random_target(ldp.generator(0, "target")), size=100, budget=1.0)
+        >>> session = ldp.Session(ldp.InProcessLROracle(population), ldp.SessionKind.NON_INTERACTIVE)
+        >>> (reports,) = ldp.run(session.round([ldp.Request.of(range(100), ldp.RandomizerSpec("binary_rr", ldp.label_query(), 1.0))]))
+        >>> reports.counts()
+        {'answered': 100, 'refused': 0, 'missing': 0, 'error': 0}
+        """
         return {s.name.lower(): int(np.sum(self.status == s)) for s in Status}
 
 
@@ -145,6 +199,7 @@ def assemble_round(
             if a.users.ids is None:
                 idx = ids - a.users.start
             else:  # positions of this shard's ids within the request, vectorized
+                assert sorter is not None  # built above whenever the request names ids
                 idx = sorter[np.searchsorted(users, ids, sorter=sorter)]
             asked[idx] = True
             reply = replies.get(key)
@@ -204,11 +259,79 @@ def _merge_values(n: int, pieces: list[tuple[np.ndarray, np.ndarray]]) -> np.nda
     return values[np.argsort(positions, kind="stable")]
 
 
+@dataclass
+class Transcript:
+    """What happened, without any data: one entry per round."""
+
+    rounds: list[dict[str, Any]] = field(default_factory=list)
+
+    def record(self, session: Session, request: RoundRequest, reports: list[Reports]) -> None:
+        self.rounds.append(
+            {
+                "session": session.session_id,
+                "name": session.name,
+                "kind": session.kind.name,
+                "round": request.round,
+                "requests": [
+                    {
+                        "request_id": r.request_id,
+                        "randomizer": r.randomizer.kind,
+                        "query": r.randomizer.query.name,
+                        "epsilon": r.randomizer.epsilon,
+                        "users": int(len(r.users)),
+                        **r.counts(),
+                    }
+                    for r in reports
+                ],
+            }
+        )
+
+    def epsilon_charged(self) -> float:
+        """Total ε charged over all answered reports (Σ over users and requests)."""
+        return float(sum(q["epsilon"] * q["answered"] for rnd in self.rounds for q in rnd["requests"]))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"rounds": self.rounds}
+
+    def save(self, path: str | Path) -> None:
+        Path(path).write_text(json.dumps(self.to_json(), indent=1))
+
+
 class LROracle(ABC):
-    """Access to a population only through ε-local randomizers, one round at a time."""
+    """Access to a population only through ε-local randomizers, one round at a time.
+
+    The LR oracle LR_z(i, R) of KLNRS Definition 4.3, batched into rounds, over any transport:
+    the one interface every local algorithm is written against. Its single primitive is
+    ``await oracle.run_round(request)``; algorithms usually go through a ``Session``.
+    Subclasses only provide ``shards`` (which user ranges exist) and ``_exchange`` (deliver
+    per-shard requests, collect replies); splitting a round per shard and reassembling the
+    answers in user order lives here, once, so the in-process (``InProcessLROracle``) and gRPC
+    (``ldp.wire``) transports return bit-identical results. ``transcript`` records every round
+    (never a record or a report).
+
+    Examples
+    --------
+    >>> import ldp
+    >>> ldp.LROracle()  # abstract: use InProcessLROracle, or launch_local for gRPC
+    Traceback (most recent call last):
+    ...
+    TypeError: Can't instantiate abstract class LROracle ...
+    >>> cc = ldp.concept_class("parity", 3)
+    >>> population = ldp.PopulationSpec(cc, cc.random_target(ldp.generator(0, "target")), size=100, budget=1.0)
+    >>> isinstance(ldp.InProcessLROracle(population), ldp.LROracle)
+    True
+    """
 
     def __init__(self) -> None:
         self._next_session = 0
+        self.transcript = Transcript()
+
+    def restart_sessions(self) -> None:
+        """Session ids start again at 1 and the transcript is emptied (a transport that serves
+        another population calls this, so a program issues the same requests as on a fresh
+        oracle)."""
+        self._next_session = 0
+        self.transcript = Transcript()
 
     @property
     @abstractmethod
@@ -236,6 +359,47 @@ class LROracle(ABC):
         return []
 
     async def run_round(self, request: RoundRequest) -> list[Reports]:
+        """Send one round to the shards; one ``Reports`` per assignment, in order (a coroutine).
+
+        The round is split per shard (each assignment restricted to the users each shard holds),
+        delivered, and the replies reassembled in user order. A shard that does not answer by
+        the deadline, or held users and is gone, makes its users MISSING; a refused round or
+        assignment makes them ERROR (the reason in ``Reports.errors``). ``Session.round`` builds
+        the ``RoundRequest`` and enforces the session rules first: use it rather than this.
+
+        Parameters
+        ----------
+        request : RoundRequest
+            Session id and kind, round number, assignments (request id, users, randomizer),
+            and the deadline.
+
+        Returns
+        -------
+        list of Reports
+            One per assignment.
+
+        Raises
+        ------
+        ParameterError
+            An assignment names a user that no shard, connected or departed, ever held (before
+            anything is sent).
+
+        Examples
+        --------
+        >>> import ldp
+        >>> cc = ldp.concept_class("parity", 3)
+        >>> population = ldp.PopulationSpec(cc, cc.random_target(ldp.generator(0, "target")), size=100, budget=1.0)
+        >>> from ldp.local.messages import Assignment, RoundRequest
+        >>> oracle = ldp.InProcessLROracle(population, shards=2)
+        >>> spec = ldp.RandomizerSpec("binary_rr", ldp.label_query(), 0.5)
+        >>> request = RoundRequest(oracle.new_session_id(), ldp.SessionKind.NON_INTERACTIVE, 0, (Assignment(7, ldp.Users.range(0, 100), spec),))
+        >>> (reports,) = ldp.run(oracle.run_round(request))
+        >>> reports.request_id, reports.counts()["answered"]
+        (7, 100)
+        >>> (again,) = ldp.run(oracle.run_round(request))  # the shards refuse a second round
+        >>> again.counts()["error"], again.errors[0]
+        (100, 'session 1 is non-interactive and already answered its one round; ...')
+        """
         sent = split_round(request, self.shards, self.departed)
         replies = await self._exchange(sent, request.deadline_s)
         return assemble_round(request, sent, replies, self.departed)
@@ -244,18 +408,58 @@ class LROracle(ABC):
     async def _exchange(self, sent: dict[str, RoundRequest], deadline_s: float) -> dict[str, RoundReply | None]:
         """Deliver each shard its request; a reply per shard, or None if it did not answer in time."""
 
-    async def close(self) -> None:
+    async def close(self) -> None:  # noqa: B027 - a hook with a default, not abstract: in process there is nothing to release
         """Release the transport (no-op in process)."""
 
 
 class InProcessLROracle(LROracle):
-    """Every shard in this process: fast, for tests and sweeps. ``shards`` > 1 splits users
-    the way client processes would (results are identical either way).
+    """Every shard in this process: fast, for tests and sweeps.
+
+    ``shards`` > 1 splits users the way client processes would (results are identical either
+    way).
 
     This oracle plays all three roles in one process (it holds the spec), so it suits
     simulations, not a deployment: over gRPC the aggregator never holds the spec. ``store``
     keeps the ledgers (default: in memory, per shard; a shared durable store continues them
-    across oracles of the same data)."""
+    across oracles of the same data).
+
+    Parameters
+    ----------
+    population : PopulationSpec
+        The users (records, budget, seed).
+    shards : int, default 1
+        Split the users into this many equal shards, ≥ 1 (ignored when ``boundaries`` is given).
+    boundaries : list of int, optional
+        Explicit shard boundaries, rising from 0 to the population size.
+    store : LedgerStore, optional
+        Where the shards' ledgers live; default in memory, per shard.
+
+    Raises
+    ------
+    ParameterError
+        ``shards`` < 1, or boundaries that do not rise from 0 to the population size.
+
+    Examples
+    --------
+    >>> import ldp
+    >>> cc = ldp.concept_class("parity", 3)
+    >>> population = ldp.PopulationSpec(cc, cc.random_target(ldp.generator(0, "target")), size=100, budget=1.0)
+    >>> oracle = ldp.InProcessLROracle(population, shards=2)
+    >>> [(s.key, s.first_user, s.count) for s in oracle.shards]
+    [('shard-0', 0, 50), ('shard-1', 50, 50)]
+    >>> oracle.description.size, oracle.user_count
+    (100, 100)
+    >>> session = ldp.Session(oracle, ldp.SessionKind.NON_INTERACTIVE)
+    >>> (reports,) = ldp.run(session.round([ldp.Request.of(range(100), ldp.RandomizerSpec("binary_rr", ldp.label_query(), 0.5))]))
+    >>> one = ldp.InProcessLROracle(population)  # one shard: the same reports, bit for bit
+    >>> (same,) = ldp.run(ldp.Session(one, ldp.SessionKind.NON_INTERACTIVE).round([ldp.Request.of(range(100), reports.randomizer)]))
+    >>> bool((same.values == reports.values).all())
+    True
+    >>> ldp.InProcessLROracle(population, shards=0)
+    Traceback (most recent call last):
+    ...
+    ldp.core.errors.ParameterError: shards must be ≥ 1, got 0
+    """
 
     def __init__(self, population: PopulationSpec, shards: int = 1, boundaries: list[int] | None = None, store: LedgerStore | None = None) -> None:
         super().__init__()
@@ -287,7 +491,7 @@ class InProcessLROracle(LROracle):
         return np.concatenate([s.ledger.spent_units() for s in sorted(self._shards.values(), key=lambda s: s.first_user)])
 
     async def _exchange(self, sent: dict[str, RoundRequest], deadline_s: float) -> dict[str, RoundReply | None]:
-        replies = {key: self._shards[key].answer(request) for key, request in sent.items()}
+        replies: dict[str, RoundReply | None] = {key: self._shards[key].answer(request) for key, request in sent.items()}
         await asyncio.sleep(0)  # stay a well-behaved coroutine
         return replies
 

@@ -12,10 +12,9 @@ record or a report), which experiments save as JSON.
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -24,7 +23,7 @@ from ldp.core.queries import QuerySpec
 from ldp.core.randomizers import RandomizerSpec
 from ldp.core.schema import Schema
 from ldp.local.messages import Assignment, RoundRequest, SessionKind, Users
-from ldp.local.oracle import LROracle, Reports, users_for
+from ldp.local.oracle import LROracle, Reports, Transcript, users_for
 
 __all__ = ["Request", "Session", "Transcript", "request_id"]
 
@@ -39,52 +38,67 @@ def request_id(session_id: int, round_index: int, position: int) -> int:
 
 @dataclass(frozen=True)
 class Request:
-    """Ask each of ``users`` once: run ``randomizer`` on your record."""
+    """Ask each of ``users`` once: run ``randomizer`` on your record.
+
+    One request of a round (``Session.round``); its users each report at most once (a user
+    over budget is refused, not charged). Build it with ``Request.of``.
+
+    Parameters
+    ----------
+    users : Users
+        The users asked, each at most once.
+    randomizer : RandomizerSpec
+        What they run on their records.
+
+    Examples
+    --------
+    >>> import ldp
+    >>> request = ldp.Request.of(range(10, 20), ldp.RandomizerSpec("binary_rr", ldp.label_query(), 1.0))
+    >>> request.users, request.randomizer.kind
+    (Users(start=10, stop=20, ids=None), 'binary_rr')
+    """
 
     users: Users
     randomizer: RandomizerSpec
 
     @staticmethod
-    def of(users: Users | range | np.ndarray | list[int], randomizer: RandomizerSpec) -> "Request":
+    def of(users: Users | range | np.ndarray | list[int], randomizer: RandomizerSpec) -> Request:
+        """A request from any description of the users: a ``range``, a list or array of ids, or ``Users``.
+
+        A ``range`` of step 1 stays a range (no id array is built); any other range, list or
+        array becomes explicit ids (``Users.of``), each allowed once.
+
+        Parameters
+        ----------
+        users : Users, range, numpy.ndarray or list of int
+            The users asked.
+        randomizer : RandomizerSpec
+            What they run on their records.
+
+        Returns
+        -------
+        Request
+            The request.
+
+        Raises
+        ------
+        ParameterError
+            A negative or repeated id, or a range with start > stop.
+
+        Examples
+        --------
+        >>> import ldp
+        >>> rr = ldp.RandomizerSpec("binary_rr", ldp.label_query(), 1.0)
+        >>> ldp.Request.of(range(5), rr).users
+        Users(start=0, stop=5, ids=None)
+        >>> ldp.Request.of([4, 1], rr).users.array().tolist()
+        [4, 1]
+        >>> ldp.Request.of([1, 1], rr)
+        Traceback (most recent call last):
+        ...
+        ldp.core.errors.ParameterError: a request must name each user at most once (one report per user per request)
+        """
         return Request(users_for(users), randomizer)
-
-
-@dataclass
-class Transcript:
-    """What happened, without any data: one entry per round."""
-
-    rounds: list[dict[str, Any]] = field(default_factory=list)
-
-    def record(self, session: "Session", request: RoundRequest, reports: list[Reports]) -> None:
-        self.rounds.append(
-            {
-                "session": session.session_id,
-                "name": session.name,
-                "kind": session.kind.name,
-                "round": request.round,
-                "requests": [
-                    {
-                        "request_id": r.request_id,
-                        "randomizer": r.randomizer.kind,
-                        "query": r.randomizer.query.name,
-                        "epsilon": r.randomizer.epsilon,
-                        "users": int(len(r.users)),
-                        **r.counts(),
-                    }
-                    for r in reports
-                ],
-            }
-        )
-
-    def epsilon_charged(self) -> float:
-        """Total ε charged over all answered reports (Σ over users and requests)."""
-        return float(sum(q["epsilon"] * q["answered"] for rnd in self.rounds for q in rnd["requests"]))
-
-    def to_json(self) -> dict[str, Any]:
-        return {"rounds": self.rounds}
-
-    def save(self, path: str | Path) -> None:
-        Path(path).write_text(json.dumps(self.to_json(), indent=1))
 
 
 def _check_fields(query: QuerySpec, schema: Schema, where: str, depth: int = 0) -> None:
@@ -127,7 +141,47 @@ def _check_fields(query: QuerySpec, schema: Schema, where: str, depth: int = 0) 
 
 
 class Session:
-    """One run of a local algorithm against an ``LROracle``."""
+    """One run of a local algorithm against an ``LROracle``: its conversation with the users.
+
+    A session of kind NON_INTERACTIVE takes exactly one round that carries all its requests and
+    refuses a second with a ``SessionError`` (the shards refuse it too, independently); an
+    INTERACTIVE session takes any number of rounds, each of which may depend on earlier replies
+    (KLNRS Definition 4.4). Request ids are derived from (session id, round, position), so
+    every per-user random draw is the same on every transport for the same program. Every round
+    is written to the oracle's ``Transcript`` (rounds, requests, ε, counts — never a record or
+    a report).
+
+    Parameters
+    ----------
+    oracle : LROracle
+        The users, e.g. ``InProcessLROracle(population)`` or the oracle of ``launch_local``.
+    kind : SessionKind
+        ``SessionKind.NON_INTERACTIVE`` (one round) or ``SessionKind.INTERACTIVE``.
+    name : str, default ""
+        A label for the transcript and error messages.
+    deadline_s : float, default 30.0
+        Seconds each round may take; a shard that misses it has its users reported MISSING.
+
+    Raises
+    ------
+    ParameterError
+        ``deadline_s`` is not a finite number > 0.
+    ValueError
+        ``kind`` is not a ``SessionKind`` value.
+
+    Examples
+    --------
+    >>> import ldp
+    >>> cc = ldp.concept_class("parity", 3)
+    >>> population = ldp.PopulationSpec(cc, cc.random_target(ldp.generator(0, "target")), size=100, budget=1.0)
+    >>> oracle = ldp.InProcessLROracle(population)
+    >>> session = ldp.Session(oracle, ldp.SessionKind.INTERACTIVE, name="demo")
+    >>> rr = ldp.RandomizerSpec("binary_rr", ldp.label_query(), epsilon=0.25)
+    >>> for _ in range(3):  # three adaptive rounds of ε = 0.25 each
+    ...     (reports,) = ldp.run(session.round([ldp.Request.of(range(100), rr)]))
+    >>> session.rounds_done, session.epsilon_max, session.transcript.epsilon_charged()
+    (3, 0.25, 75.0)
+    """
 
     def __init__(self, oracle: LROracle, kind: SessionKind, name: str = "", deadline_s: float = 30.0) -> None:
         self.oracle = oracle
@@ -138,15 +192,63 @@ class Session:
         self.rounds_done = 0
         self.users_asked = 0
         self.epsilon_max = 0.0
-        if not hasattr(oracle, "transcript"):
-            oracle.transcript = Transcript()  # type: ignore[attr-defined]
 
     @property
     def transcript(self) -> Transcript:
-        return self.oracle.transcript  # type: ignore[attr-defined,no-any-return]
+        """The oracle's transcript (the oracle owns it: every session on it records there)."""
+        return self.oracle.transcript
 
     async def round(self, requests: Sequence[Request], last: bool | None = None) -> list[Reports]:
-        """Send one round; returns one ``Reports`` per request, in order."""
+        """Send one round; returns one ``Reports`` per request, in order (a coroutine).
+
+        All requests of a round are fixed before any reply; each user's report depends only on
+        its own record and draws. Before anything is sent, the round is refused if it breaks a
+        session rule or names a field the users' schema lacks (against the oracle's public
+        description). Users over budget are REFUSED (no report, no charge), not an error. The
+        round is recorded in the transcript. From synchronous code, run it with ``ldp.run``.
+
+        Parameters
+        ----------
+        requests : sequence of Request
+            At least one, fewer than 2^24.
+        last : bool, optional
+            The ``last_round`` flag of the round message; default True for a NON_INTERACTIVE
+            session, False for an INTERACTIVE one.
+
+        Returns
+        -------
+        list of Reports
+            One per request, in order.
+
+        Raises
+        ------
+        SessionError
+            A second round in a NON_INTERACTIVE session (KLNRS Def. 4.4).
+        ParameterError
+            No requests, too many requests or rounds (a session holds at most 2^16 rounds), an
+            element that is not a ``Request``, a query naming a field or index the schema
+            lacks, or a user that no shard holds.
+
+        Examples
+        --------
+        >>> import ldp
+        >>> cc = ldp.concept_class("parity", 3)
+        >>> population = ldp.PopulationSpec(cc, cc.random_target(ldp.generator(0, "target")), size=100, budget=1.0)
+        >>> session = ldp.Session(ldp.InProcessLROracle(population), ldp.SessionKind.NON_INTERACTIVE)
+        >>> bits = [ldp.RandomizerSpec("binary_rr", ldp.field_query("x", j), epsilon=1.0) for j in range(3)]
+        >>> reports = ldp.run(session.round([ldp.Request.of(range(33 * j, 33 * j + 33), rr) for j, rr in enumerate(bits)]))
+        >>> [r.counts()["answered"] for r in reports]
+        [33, 33, 33]
+        >>> ldp.run(session.round([ldp.Request.of(range(99, 100), bits[0])]))
+        Traceback (most recent call last):
+        ...
+        ldp.core.errors.SessionError: session 1 (unnamed) is non-interactive: it already ran its one round. ...
+        >>> other = ldp.Session(ldp.InProcessLROracle(population), ldp.SessionKind.INTERACTIVE)
+        >>> ldp.run(other.round([ldp.Request.of(range(10), ldp.RandomizerSpec("binary_rr", ldp.field_query("z"), 1.0))]))
+        Traceback (most recent call last):
+        ...
+        ldp.core.errors.ParameterError: request 0 (binary_rr of query 'field'): unknown field 'z'; the schema has ['x', 'y']
+        """
         if self.kind == SessionKind.NON_INTERACTIVE and self.rounds_done:
             raise SessionError(
                 f"session {self.session_id} ({self.name or 'unnamed'}) is non-interactive: it already ran its one round. "

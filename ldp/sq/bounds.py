@@ -134,7 +134,7 @@ def discrete_laplace_subexponential(bound: float, epsilon: float, steps: int | N
     lam, r, t = R.noise_scale, R.grid, R.table_half_width
     a = r / lam
     nu2 = b**2 + r**2 / 4.0 + (2.0 * c**2 / (c**2 - 1.0)) * lam**2
-    clamp = math.exp(-a * (R.window - R.steps + 1)) / -math.expm1(-2.0 * a)
+    clamp = math.exp(-a * (R.window - R.c + 1)) / -math.expm1(-2.0 * a)
     lump = math.exp(-a * (t + 1)) / -math.expm1(-2.0 * a)
     table = (2 * t + 1) ** 2 * 1.01 * 2.0**-64 * math.exp(a * t / c)
     return nu2, c * lam, r * (2.0**-54 + clamp + lump + table)

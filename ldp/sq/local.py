@@ -26,7 +26,7 @@ step needs and how many are left; nothing is sent then.
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

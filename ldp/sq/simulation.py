@@ -39,13 +39,13 @@ import numpy as np
 from ldp.core.budget import Ledger
 from ldp.core.errors import LDPError, ParameterError, require_epsilon, require_probability
 from ldp.core.queries import QuerySpec
-from ldp.core.ratio_queries import RatioQuery, ratio_query, reference_record  # noqa: F401  (re-exported for callers)
 from ldp.core.randomizers import LocalRandomizer, RandomizerSpec
+from ldp.core.ratio_queries import RatioQuery, ratio_query, reference_record  # noqa: F401  (re-exported for callers)
 from ldp.core.rng import generator
 from ldp.core.schema import RECORD_DTYPE, Schema
 from ldp.local.messages import RoundRequest, Status
-from ldp.local.rules import SessionRules
 from ldp.local.oracle import LROracle, Reports, ShardRange
+from ldp.local.rules import SessionRules
 from ldp.sq.oracle import SQOracle
 
 __all__ = [
@@ -83,6 +83,15 @@ def simulation_tolerance(beta: float, reports: int, epsilon: float, interactive:
     while report_distance_bound(tau, eps, eps if interactive else 0.0) * reports > beta:  # float guard
         tau *= 1.0 - 1e-9
     return tau
+
+
+def _outputs(local: LocalRandomizer) -> np.ndarray:
+    """The randomizer's finite output set (checked where a request is accepted; this only says
+    so again for a report set that is not finite)."""
+    outputs = local.randomizer.output_domain()
+    if outputs is None:
+        raise ParameterError(f"randomizer {local.spec.kind!r} has no finite output set: the SQ simulation cannot sample its reports")
+    return outputs
 
 
 class SQBackedLROracle(LROracle):
@@ -194,7 +203,7 @@ class SQBackedLROracle(LROracle):
             answered = users[status == Status.ANSWERED]
             hist = self._history_id[answered] if self.condition_on_history else np.zeros(len(answered), dtype=np.int64)
             groups = []
-            outputs = local.randomizer.output_domain()
+            outputs = _outputs(local)
             for h in np.unique(hist):
                 history = [(RandomizerSpec.from_json(json.loads(s)), w) for s, w in self._histories[int(h)]]
                 numerators = []
@@ -212,7 +221,7 @@ class SQBackedLROracle(LROracle):
             self.sq_steps += 1
         out: dict[int, Reports] = {}
         for position, a, local, users, status, groups in plans:
-            outputs = local.randomizer.output_domain()
+            outputs = _outputs(local)
             q = np.exp(local.randomizer.log_prob(local.inputs(self.reference[None, :])[0], outputs))
             q = q / q.sum()
             rng = generator(self.seed, "sq-backed-lr", a.request_id)
@@ -220,7 +229,7 @@ class SQBackedLROracle(LROracle):
             values = np.empty(len(answered), dtype=np.float64)
             slot = {int(u): k for k, u in enumerate(answered.tolist())}
             spec_key = json.dumps(a.randomizer.to_json(), sort_keys=True)
-            for h, members, numerators, denominator in groups:
+            for _history, members, numerators, denominator in groups:
                 p_num = np.array([_ratio(queries[i], self.schema).probability(answers[i]) for i in numerators])
                 if denominator >= 0:
                     den_query = _ratio(queries[denominator], self.schema)

@@ -7,5 +7,7 @@
 - ``ldp.wire.codec``: messages ↔ protobuf parts; ``ldp.wire.codegen``: ``make proto``.
 - ``ldp.wire.v1``: generated code from ``proto/ldp/wire/v1/aggregator.proto`` (committed).
 
-asyncio and grpc stay inside this package and ``ldp.cli``. See docs/protocol.md.
+grpc stays inside this package and ``ldp.cli``. asyncio does not: the ``LROracle`` interface
+(``ldp.local.oracle``) is async so that the same learner code runs in process and over the wire;
+``ldp.core`` stays synchronous numpy. See docs/protocol.md.
 """

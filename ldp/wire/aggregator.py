@@ -28,12 +28,14 @@ Source: docs/design.md §3 (measured gRPC facts: create the server inside the ru
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import json
 import logging
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, AsyncIterator
+from typing import Any
 
 import grpc
 import numpy as np
@@ -252,7 +254,7 @@ class GrpcAggregator:
             await self._server.stop(grace_s)
             self._server = None
 
-    async def __aenter__(self) -> "GrpcAggregator":
+    async def __aenter__(self) -> GrpcAggregator:
         await self.start()
         return self
 
@@ -297,7 +299,7 @@ class GrpcAggregator:
                 raise LDPError(f"timed out after {timeout_s:g} s waiting for client processes whose claims cover every user (connected: {have or 'none'})")
             try:
                 await asyncio.wait_for(self._changed.wait(), remaining)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
         return sorted(c.key for c in self._connections.values() if c.established)
 
@@ -318,7 +320,7 @@ class GrpcAggregator:
                 )
             try:
                 await asyncio.wait_for(self._changed.wait(), remaining)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
         return self.shards
 
@@ -344,7 +346,7 @@ class GrpcAggregator:
                 # A read cancelled while the call is finishing ends with grpc's "RPC already
                 # finished" instead of CancelledError: retrieve (and log) it whenever it ends, so
                 # shutdown never prints "Task exception was never retrieved".
-                t.add_done_callback(lambda done, key=key: _log_stream_end(key, done))
+                t.add_done_callback(functools.partial(_log_stream_end, key))
             await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
         except asyncio.CancelledError:
             pass
@@ -385,7 +387,7 @@ class GrpcAggregator:
         """The next message of a handshake (None: undecodable), or _TIMED_OUT if none comes in time."""
         try:
             return await asyncio.wait_for(context.read(), self.handshake_timeout_s)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             return _TIMED_OUT
 
     async def _handshake(self, context: grpc.aio.ServicerContext) -> _Connection | None:
@@ -605,7 +607,7 @@ class GrpcAggregator:
         log.warning("closing shard %s: %s", conn.key, reason)
         try:
             await asyncio.wait_for(conn.send([pb.ServerMessage(close=pb.Close(reason=reason))]), 2.0)
-        except (asyncio.TimeoutError, Exception):  # noqa: BLE001 - it is being cut off anyway
+        except (TimeoutError, Exception):  # noqa: BLE001 - it is being cut off anyway
             pass
         conn.stop.set()
 
@@ -673,17 +675,24 @@ class GrpcAggregator:
         expected = [codec.Expected(a.request_id, len(a.users), self._report_format(a.randomizer)) for a in request.assignments]
         return codec.ReplyCheck(conn.key, request.session_id, request.round, expected)
 
+    def loaded(self) -> PopulationDescription:
+        """The description of the population being served; an ``LDPError`` on standby (before
+        any Load), which is when no round can be asked."""
+        if self.description is None:
+            raise LDPError("the aggregator is on standby: no population has been loaded yet")
+        return self.description
+
     def _report_format(self, spec: RandomizerSpec) -> codec.ReportFormat:
         """``codec.report_format`` for the current population's schema, cached per spec."""
         try:
             key = json.dumps(spec.to_json(), sort_keys=True, allow_nan=True, default=repr)
         except Exception:  # noqa: BLE001 - an unusual spec is derived every time
-            return codec.report_format(spec, self.description.schema)
+            return codec.report_format(spec, self.loaded().schema)
         fmt = self._formats.get(key)
         if fmt is None:
             if len(self._formats) >= 1024:
                 self._formats.clear()
-            fmt = self._formats[key] = codec.report_format(spec, self.description.schema)
+            fmt = self._formats[key] = codec.report_format(spec, self.loaded().schema)
         return fmt
 
     def _forget_background(self, task: asyncio.Future[Any]) -> None:
@@ -713,6 +722,29 @@ class GrpcAggregator:
         confirm in time is named in an ``LDPError`` (and holds no users until the next load).
         On success the connected shards cover the whole new population.
         """
+        conns, ranges = self._load_plan(description)
+        # From here on the aggregator speaks about the new population: clients that connect now
+        # are welcomed into it, and no old shard is offered to a round until it confirms.
+        self.description = description
+        self._formats.clear()  # report formats depend on the schema
+        self._lost.clear()  # ranges of shards gone before name users of the old population
+        confirmations = await self._relay_load(conns, ranges, sealed, timeout_s)
+        failures = self._accept_readies(confirmations, ranges, timeout_s)
+        if failures:
+            raise LDPError(f"loading a population of {description.size} users into the client processes failed: " + "; ".join(failures))
+        log.info("loaded a population of %d users into %d shard(s)", description.size, len(conns))
+        self._changed.set()
+        if self.covered_users() != description.size:
+            gone = f" (disconnected: {sorted(self._departed)})" if self._departed else ""
+            raise LDPError(
+                f"the connected shards {[s.key for s in self.shards]} hold {self.covered_users()} of {description.size} users of the new population{gone}"
+            )
+        return self.shards
+
+    def _load_plan(self, description: PopulationDescription) -> tuple[list[_Connection], dict[str, tuple[int, int]]]:
+        """The connected clients and the user range each would hold of the new population, or an
+        error before anything is sent: closed, nobody connected, a client still connecting, a
+        round/ledger query/load in flight, a shard left empty, overlapping or uncovered users."""
         if self._closing:
             raise LDPError("the aggregator is closed; cannot load a population")
         conns = sorted((c for c in self._connections.values() if not c.closed), key=lambda c: c.first_user)
@@ -742,11 +774,13 @@ class GrpcAggregator:
             raise LDPError(
                 f"the connected shards {[k for k, _ in spans]} would hold {covered} of the {description.size} users of the new population{gone}"
             )
-        # From here on the aggregator speaks about the new population: clients that connect now
-        # are welcomed into it, and no old shard is offered to a round until it confirms.
-        self.description = description
-        self._formats.clear()  # report formats depend on the schema
-        self._lost.clear()  # ranges of shards gone before name users of the old population
+        return conns, ranges
+
+    async def _relay_load(
+        self, conns: list[_Connection], ranges: dict[str, tuple[int, int]], sealed: bytes, timeout_s: float
+    ) -> dict[str, tuple[_Connection, asyncio.Future[pb.Ready | None]]]:
+        """Send each client its Load and wait (≤ ``timeout_s``) for the Readies; a future not
+        done by then is cancelled. Writes in flight are never cancelled (see ``exchange``)."""
         loop = asyncio.get_running_loop()
         futures: dict[str, tuple[_Connection, int, asyncio.Future[pb.Ready | None]]] = {}
         sends = []
@@ -757,9 +791,7 @@ class GrpcAggregator:
             c.load_pending[lid] = fut
             futures[c.key] = (c, lid, fut)
             lo, hi = ranges[c.key]
-            message = pb.ServerMessage(
-                load=pb.Load(load_id=lid, sealed_population=sealed, first_user=lo, user_count=hi - lo)
-            )
+            message = pb.ServerMessage(load=pb.Load(load_id=lid, sealed_population=sealed, first_user=lo, user_count=hi - lo))
             sends.append(self._send_load(c, message, fut))
         gathered = asyncio.gather(*sends)
         try:
@@ -769,11 +801,17 @@ class GrpcAggregator:
                 c.load_pending.pop(lid, None)
                 if not fut.done():
                     fut.cancel()
-            if not gathered.done():  # never cancel a write in flight (see exchange)
+            if not gathered.done():
                 self._background.add(gathered)
                 gathered.add_done_callback(self._forget_background)
+        return {key: (c, fut) for key, (c, _, fut) in futures.items()}
+
+    def _accept_readies(
+        self, confirmations: dict[str, tuple[_Connection, asyncio.Future[pb.Ready | None]]], ranges: dict[str, tuple[int, int]], timeout_s: float
+    ) -> list[str]:
+        """Take each confirmed shard's new range and budget; one line per shard that failed."""
         failures = []
-        for key, (c, _, fut) in futures.items():
+        for key, (c, fut) in confirmations.items():
             lo, hi = ranges[key]
             ready = None if fut.cancelled() else fut.result()
             if fut.cancelled():
@@ -784,16 +822,7 @@ class GrpcAggregator:
                 failures.append(f"shard {key}: {problem}")
             else:
                 c.first_user, c.count, c.budget, c.ready = lo, hi - lo, ready.budget, True
-        if failures:
-            raise LDPError(f"loading a population of {description.size} users into the client processes failed: " + "; ".join(failures))
-        log.info("loaded a population of %d users into %d shard(s)", description.size, len(conns))
-        self._changed.set()
-        if self.covered_users() != description.size:
-            gone = f" (disconnected: {sorted(self._departed)})" if self._departed else ""
-            raise LDPError(
-                f"the connected shards {[s.key for s in self.shards]} hold {self.covered_users()} of {description.size} users of the new population{gone}"
-            )
-        return self.shards
+        return failures
 
     async def _send_load(self, conn: _Connection, message: pb.ServerMessage, fut: asyncio.Future[pb.Ready | None]) -> None:
         if not await conn.send([message]) and not fut.done():
@@ -834,7 +863,7 @@ class GrpcLROracle(LROracle):
 
     @property
     def description(self) -> PopulationDescription:
-        return self.aggregator.description
+        return self.aggregator.loaded()
 
     @property
     def shards(self) -> list[ShardRange]:
@@ -855,8 +884,7 @@ class GrpcLROracle(LROracle):
         ``InProcessLROracle`` (tests/wire/test_load.py).
         """
         await self.aggregator.load(description, sealed, timeout_s)
-        self._next_session = 0  # LROracle's counter: a fresh oracle's first session is 1
-        self.__dict__.pop("transcript", None)  # Session creates the transcript on first use
+        self.restart_sessions()
 
     async def _exchange(self, sent: dict[str, RoundRequest], deadline_s: float) -> dict[str, RoundReply | None]:
         return await self.aggregator.exchange(sent, deadline_s)

@@ -40,8 +40,9 @@ import os
 import re
 import socket
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import grpc
 import numpy as np
@@ -225,9 +226,7 @@ async def _connect(
     )
     async with channel_cm as channel:
         while True:
-            try:
-                await asyncio.wait_for(channel.channel_ready(), max(end - loop.time(), 0.5))
-            except asyncio.TimeoutError:
+            if not await _wait_for_aggregator(channel, address, claim, end, connect_timeout_s, say):
                 why = await diagnose(channel) if tls is not None else ""
                 say(f"ldp client {claim.key}: cannot reach the aggregator at {address} after {connect_timeout_s:g} s{': ' + why if why else ''}; giving up")
                 return EXIT_LOST
@@ -250,6 +249,28 @@ async def _connect(
             say(f"ldp client {claim.key}: trying the claim again in {min(backoff, left):.3g} s")
             await asyncio.sleep(min(backoff, left))
             backoff = min(2 * backoff, limits.retry_max_s)
+
+
+STATUS_EVERY_S = 10.0
+"""While the aggregator is not up, a waiting client says so this often (no long silences)."""
+
+
+async def _wait_for_aggregator(
+    channel: grpc.aio.Channel, address: str, claim: ShardClaim, end: float, connect_timeout_s: float, say: Callable[[str], None]
+) -> bool:
+    """Wait until the channel is ready or ``end`` (loop time) passes; a status line every
+    ``STATUS_EVERY_S`` seconds. True when ready."""
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    while True:
+        left = end - loop.time()
+        try:
+            await asyncio.wait_for(channel.channel_ready(), max(min(left, STATUS_EVERY_S), 0.5))
+            return True
+        except TimeoutError:
+            if end - loop.time() <= 0:
+                return False
+            say(f"ldp client {claim.key}: waiting for the aggregator at {address} ({loop.time() - started:.0f} s so far; giving up after {connect_timeout_s:g} s)")
 
 
 async def _handshake(
@@ -279,7 +300,7 @@ async def _handshake(
     while True:
         try:
             first = await asyncio.wait_for(call.read(), max(0.0, end - loop.time()))
-        except asyncio.TimeoutError:
+        except TimeoutError:
             say(f"ldp client {claim.key}: no Welcome from the aggregator within {limits.welcome_timeout_s:g} s of Hello; exiting")
             return EXIT_LOST
         if first is not None:

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from ldp.core.errors import LDPError, ParameterError, require_epsilon
 from ldp.core.population import PopulationSpec
@@ -96,7 +97,7 @@ class ClientConfig:
         }
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> "ClientConfig":
+    def from_json(cls, data: Mapping[str, Any]) -> ClientConfig:
         if not isinstance(data, Mapping):
             raise ParameterError(f"a client configuration is a JSON object, got {type(data).__name__}")
         unknown = set(data) - {"population", "data_path", "schema_path", "budget", "report_key", "seal_key", "ledger_path", "ledgers"}
@@ -118,7 +119,7 @@ class ClientConfig:
         return json.dumps(self.to_json())
 
     @classmethod
-    def loads(cls, text: str | bytes) -> "ClientConfig":
+    def loads(cls, text: str | bytes) -> ClientConfig:
         if len(text) > MAX_CONFIG_BYTES:
             raise ParameterError(f"a client configuration has at most {MAX_CONFIG_BYTES} bytes, got {len(text)}")
         try:

@@ -17,15 +17,16 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import Any, cast
 
 import numpy as np
 
 from ldp.core.errors import ParameterError
 from ldp.core.queries import QuerySpec
 from ldp.core.randomizers import LocalRandomizer, RandomizerSpec
-from ldp.local.messages import Assignment, Result, RoundReply, RoundRequest, Users
+from ldp.local.messages import Assignment, Result, RoundReply, RoundRequest, SessionKind, Users
 from ldp.wire.v1 import aggregator_pb2 as pb
 
 __all__ = [
@@ -150,7 +151,7 @@ def _assignment_pieces(a: Assignment, ids_per_part: int) -> Iterator[tuple[pb.As
 def encode_request(request: RoundRequest, chunk_bytes: int = CHUNK_BYTES) -> list[pb.ServerMessage]:
     """A round request as one or more ``ServerMessage`` parts; the last has ``final`` set."""
     ids_per_part = max(1, chunk_bytes // 8)
-    header = dict(
+    header: dict[str, Any] = dict(
         session_id=int(request.session_id),
         session_kind=int(request.session_kind),
         round=int(request.round),
@@ -191,7 +192,7 @@ def decode_request(parts: Sequence[pb.RoundRequest]) -> RoundRequest:
         raise ParameterError("round deadline is NaN")
     return RoundRequest(
         int(head.session_id),
-        head.session_kind,  # validated by the Shard (unknown kinds get a round-level error)
+        cast(SessionKind, head.session_kind),  # an int: validated by the Shard (unknown kinds get a round-level error)
         int(head.round),
         tuple(assignments),
         bool(head.last_round),
@@ -245,7 +246,7 @@ def _result_parts(result: Result, chunk_bytes: int) -> list[pb.Result]:
 
 def encode_reply(reply: RoundReply, chunk_bytes: int = CHUNK_BYTES) -> list[pb.ClientMessage]:
     """A round reply as one or more ``ClientMessage`` parts; the last has ``final`` set."""
-    header = dict(session_id=int(reply.session_id), round=int(reply.round), error=reply.error)
+    header: dict[str, Any] = dict(session_id=int(reply.session_id), round=int(reply.round), error=reply.error)
     pieces = (
         (piece, len(piece.values) + len(piece.refused) + 64) for result in reply.results for piece in _result_parts(result, chunk_bytes)
     )

@@ -35,8 +35,8 @@ def _has_mypy_plugin() -> bool:
 
 def generate(out_root: Path = REPO_ROOT) -> list[Path]:
     """Compile every .proto into ``out_root/ldp/wire/v1``; return the files written."""
-    from grpc_tools import protoc  # dev dependency; imported here so runtime code never needs it
     import grpc_tools
+    from grpc_tools import protoc  # dev dependency; imported here so runtime code never needs it
 
     out_root = Path(out_root)
     (out_root / PACKAGE_DIR).mkdir(parents=True, exist_ok=True)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from typing import AsyncIterator
+from collections.abc import AsyncIterator
 
 from ldp.core.errors import LDPError, ParameterError
 from ldp.core.population import PopulationSpec

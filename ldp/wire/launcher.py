@@ -33,9 +33,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import IO, AsyncIterator, Callable, Sequence
+from typing import IO
 
 from ldp.core.errors import LDPError, ParameterError
 from ldp.core.population import PopulationSpec
@@ -239,7 +240,7 @@ def _failure(exc: BaseException) -> str:
 async def _wait_ready(aggregator: GrpcAggregator, clients: Sequence[ClientProcess], timeout_s: float) -> None:
     loop = asyncio.get_running_loop()
     end = loop.time() + timeout_s
-    while aggregator.covered_users() < aggregator.description.size:
+    while aggregator.covered_users() < aggregator.loaded().size:
         dead = [c for c in clients if c.process.poll() is not None]
         if dead:
             c = dead[0]
@@ -267,6 +268,11 @@ async def launch_local(
 ) -> AsyncIterator[GrpcLROracle]:
     """Aggregator + ``processes`` client processes on loopback; yields the ``GrpcLROracle``.
 
+    An async context manager: ``async with launch_local(population, processes=P) as oracle:``
+    plays the experiment's role (docs/design.md §2a). It starts a ``GrpcAggregator`` on
+    127.0.0.1 (port chosen by the OS) that knows only the population's public description,
+    spawns P client processes (``python -m ldp.wire.client``, fresh interpreters: never fork,
+    docs/design.md §3), waits until their shards cover every user, and yields the oracle.
     The clients get ``population`` (and ``seal_key``, which lets them open sealed Loads, and
     ``ledger_path``, a durable ledger, or ``ledgers="one_load"``, in-memory ledgers dropped when
     the next population is loaded) through their standard input; the aggregator gets only
@@ -276,8 +282,75 @@ async def launch_local(
     ``clients`` attribute lists the processes (tests kill one to simulate a crash).
     ``capture`` collects every raw message the clients send (see ``GrpcAggregator``).
     ``on_client_exit`` gets one line for each client process that ends while the block runs
-    (None: silent). On exit the clients get Close, with ``failed`` set (and the reason naming
-    the exception) when the block ended by an exception, a timeout, cancellation or Ctrl-C.
+    (None: silent); its users are then reported missing by the rounds. On exit the clients get
+    Close, with ``failed`` set (and the reason naming the exception) when the block ended by an
+    exception, a timeout, cancellation or Ctrl-C; the launcher waits briefly for them to exit
+    and kills any that do not. Guarantee: no child process outlives the block
+    (tests/wire/test_cli.py checks after Ctrl-C); children also exit on their own if the
+    launching process dies (``--exit-with-parent``).
+
+    Parameters
+    ----------
+    population : PopulationSpec
+        The users; only the client processes see it.
+    processes : int, default 1
+        P, the number of client processes: in [1, max(64, 8 × CPU cores)], at most one per user.
+    ready_timeout_s : float, default 120.0
+        How long to wait for the clients to cover every user.
+    capture : list of bytes, optional
+        Collects every raw message the clients send.
+    extra_args : dict of str to list of str, optional
+        Extra command-line arguments per shard key (tests inject faults).
+    seal_key : bytes, optional
+        The key with which the clients open sealed Loads (``grpc_oracle_factory`` sets it).
+    ledger_path : str, optional
+        A durable ledger file for the clients.
+    ledgers : str, default "keep"
+        ``"keep"``, or ``"one_load"``: in-memory ledgers dropped when the next population is loaded.
+    on_client_exit : callable, optional
+        Called with one line for each client process that ends while the block runs; default
+        prints it on standard error; None: silent.
+
+    Yields
+    ------
+    GrpcLROracle
+        The oracle over the running clients (an ``LROracle``).
+
+    Raises
+    ------
+    ParameterError
+        ``processes`` out of range or above the number of users, or ``population`` not a
+        ``PopulationSpec`` (on entering the block, before anything starts).
+    LDPError
+        A client process exited, or the clients were not ready within ``ready_timeout_s``.
+
+    Examples
+    --------
+    The first example is skipped by the doctests because it starts an aggregator and two client
+    processes (fresh interpreters, a loopback port); it ran as shown when it was written:
+
+    >>> import ldp
+    >>> cc = ldp.concept_class("parity", 3)
+    >>> population = ldp.PopulationSpec(cc, cc.random_target(ldp.generator(0, "target")), size=1000, budget=1.0)
+    >>> async def main():
+    ...     async with ldp.launch_local(population, processes=2) as oracle:
+    ...         session = ldp.Session(oracle, ldp.SessionKind.NON_INTERACTIVE)
+    ...         rr = ldp.RandomizerSpec("binary_rr", ldp.label_query(), epsilon=0.5)
+    ...         (reports,) = await session.round([ldp.Request.of(range(1000), rr)])
+    ...         return reports.counts(), [shard.key for shard in oracle.shards]
+    >>> ldp.run(main())  # doctest: +SKIP
+    ({'answered': 1000, 'refused': 0, 'missing': 0, 'error': 0}, ['0/2', '1/2'])
+
+    Bad arguments are refused on entering the block, before any process starts:
+
+    >>> three_users = ldp.PopulationSpec(cc, population.target, size=3)
+    >>> async def too_many():
+    ...     async with ldp.launch_local(three_users, processes=4):
+    ...         pass
+    >>> ldp.run(too_many())
+    Traceback (most recent call last):
+    ...
+    ldp.core.errors.ParameterError: 4 client processes for 3 users: each process needs at least one user
     """
     check_processes(processes)
     if not isinstance(population, PopulationSpec):
@@ -351,10 +424,70 @@ async def grpc_oracle_factory(
     load_timeout_s: float = READY_TIMEOUT_S,
     extra_args: dict[str, list[str]] | None = None,
 ) -> AsyncIterator[GrpcOracleFactory]:
-    """``async with grpc_oracle_factory(P) as factory: await separation.run(config, factory)``.
+    """One cluster of P client processes for many populations: an oracle factory.
+
+    ``async with grpc_oracle_factory(P) as factory: await separation.run(config, factory)``.
+    ``async with factory(spec) as oracle:`` launches the aggregator and the clients the first
+    time (``launch_local``, with a fresh seal key given to the clients out of band and one-load
+    ledgers) and afterwards only relays ``spec``, sealed with that key, into the running clients
+    (``GrpcLROracle.load``), which is what experiments with hundreds of seeded trials need
+    (``simulations.separation.run(config, factory)``). One population at a time: the oracle of a
+    previous ``async with`` must not be used after the next one starts.
 
     Launches nothing until the factory is first used; on exit (normal, error, cancellation,
     Ctrl-C) sends Close and stops every client process it started (``launch_local``'s cleanup).
+
+    Parameters
+    ----------
+    processes : int, default 1
+        P, the number of client processes: in [1, max(64, 8 × CPU cores)].
+    ready_timeout_s : float, default 120.0
+        How long the first launch waits for the clients to cover every user.
+    load_timeout_s : float, default ``READY_TIMEOUT_S``
+        How long a later population may take to load into the running clients.
+    extra_args : dict of str to list of str, optional
+        Extra command-line arguments per shard key (tests inject faults).
+
+    Yields
+    ------
+    GrpcOracleFactory
+        ``factory(spec)`` is an async context manager yielding a ``GrpcLROracle`` for ``spec``.
+
+    Raises
+    ------
+    ParameterError
+        ``processes`` out of range (on entering the block).
+
+    Examples
+    --------
+    The first example is skipped by the doctests because it starts an aggregator and two client
+    processes (fresh interpreters, a loopback port); it ran as shown when it was written:
+
+    >>> import ldp
+    >>> cc = ldp.concept_class("parity", 3)
+    >>> rr = ldp.RandomizerSpec("binary_rr", ldp.label_query(), epsilon=0.5)
+    >>> async def sweep():
+    ...     answered = []
+    ...     async with ldp.grpc_oracle_factory(processes=2) as factory:
+    ...         for seed in range(3):  # three populations, one cluster
+    ...             spec = ldp.PopulationSpec(cc, cc.random_target(ldp.generator(seed, "target")), size=1000, seed=seed)
+    ...             async with factory(spec) as oracle:
+    ...                 session = ldp.Session(oracle, ldp.SessionKind.NON_INTERACTIVE)
+    ...                 (reports,) = await session.round([ldp.Request.of(range(1000), rr)])
+    ...                 answered.append(reports.counts()["answered"])
+    ...     return answered
+    >>> ldp.run(sweep())  # doctest: +SKIP
+    [1000, 1000, 1000]
+
+    A bad process count is refused on entering the block, before any process starts:
+
+    >>> async def none():
+    ...     async with ldp.grpc_oracle_factory(processes=0):
+    ...         pass
+    >>> ldp.run(none())
+    Traceback (most recent call last):
+    ...
+    ldp.core.errors.ParameterError: processes must be ≥ 1 and ≤ ..., got 0
     """
     check_processes(processes)
     async with contextlib.AsyncExitStack() as stack:

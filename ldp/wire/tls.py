@@ -47,9 +47,10 @@ import re
 import secrets
 import stat
 import sys
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Literal, Sequence
+from typing import Any, Literal
 
 import grpc
 from cryptography import x509
@@ -232,7 +233,7 @@ def _cert_pem(cert: x509.Certificate) -> bytes:
 
 
 def _now() -> _dt.datetime:
-    return _dt.datetime.now(_dt.timezone.utc)
+    return _dt.datetime.now(_dt.UTC)
 
 
 def _load_ca(directory: Path) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
@@ -488,7 +489,7 @@ def token_ok(context: Any, token: str, *, require_tls: bool = True) -> bool:
     if len(values) != 1:
         return False
     got = values[0] if isinstance(values[0], bytes) else str(values[0]).encode("utf-8", "replace")
-    return hmac.compare_digest(got, f"Bearer {token}".encode("utf-8"))
+    return hmac.compare_digest(got, f"Bearer {token}".encode())
 
 
 def enrolment_problem(context: Any, *, require_client_cert: bool, token: str | None = None) -> str:

@@ -7,7 +7,6 @@
 # why ten charges of 0.1 do not fit in a budget of 1.0.
 
 # %%
-import asyncio
 from fractions import Fraction
 
 import matplotlib.pyplot as plt
@@ -20,7 +19,7 @@ from ldp.core.queries import field_query
 from ldp.core.randomizers import RandomizerSpec
 from ldp.local.messages import SessionKind
 from ldp.local.session import Request, Session
-from simulations.labs.common import QUICK, exercise, open_oracle, out_dir, saved
+from simulations.labs.common import QUICK, exercise, open_oracle, out_dir, run, saved
 
 OUT = out_dir("lab2")
 USERS = 2_000 if QUICK else 20_000
@@ -44,18 +43,17 @@ async def over_ask(rounds=6, eps=0.3):
     return answered
 
 
-answered = asyncio.run(over_ask())
+answered = run(over_ask())
 for k, counts in enumerate(answered, 1):
     print(f"round {k}: answered {counts['answered']:>6}, refused {counts['refused']:>6}")
 assert answered[3]["answered"] == 0, "the fourth request at 0.3 would exceed ε = 1"
 
-fig, ax = plt.subplots(figsize=(5, 3))
+fig, ax = plt.subplots(figsize=(6, 3), layout="constrained")
 ax.bar(range(1, len(answered) + 1), [c["answered"] for c in answered], label="answered")
 ax.bar(range(1, len(answered) + 1), [c["refused"] for c in answered], bottom=[c["answered"] for c in answered], label="refused")
 ax.set_xlabel("round (ε = 0.3 each)")
 ax.set_ylabel("users")
-ax.legend()
-fig.tight_layout()
+ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0)  # outside: the bars fill the axes
 fig.savefig(OUT / "lab2_refusals.png", dpi=120)
 saved(OUT / "lab2_refusals.png")
 

@@ -10,8 +10,6 @@
 # Pr[ℓ false ∧ y = 1] is ≤ τ; one non-adaptive step of 2d queries at τ = α/(4d) learns to error ≤ α.
 
 # %%
-import asyncio
-
 import matplotlib.pyplot as plt
 import numpy as np
 
@@ -22,7 +20,7 @@ from ldp.sq.central import CentralSQOracle
 from ldp.sq.exact import ExactSQOracle
 from ldp.sq.learners import conjunction_tolerance, learn_conjunction
 from ldp.sq.local import LocalSQOracle
-from simulations.labs.common import QUICK, exercise, open_oracle, out_dir, saved
+from simulations.labs.common import QUICK, exercise, open_oracle, out_dir, run, saved
 
 OUT = out_dir("lab3")
 D, ALPHA, BETA, EPS = (3, 0.3, 0.1, 1.0) if QUICK else (4, 0.2, 0.05, 1.0)
@@ -53,7 +51,7 @@ async def learn_everywhere():
     return results
 
 
-results = asyncio.run(learn_everywhere())
+results = run(learn_everywhere())
 for name, r in results.items():
     print(f"{name:>8}: hypothesis {r.hypothesis.literals}, error {referee.error(r.hypothesis):.4f} (α = {ALPHA}), user-answers {r.users:,}")
     assert referee.error(r.hypothesis) <= ALPHA
@@ -64,9 +62,10 @@ for name, r in results.items():
 # %%
 taus = np.geomspace(0.01, 0.2, 12)
 fig, axes = plt.subplots(1, 2, figsize=(9, 3.5))
-for eps in (0.5, 1.0, 2.0):
-    axes[0].loglog(taus, [t * users_per_query(1.0, eps, x, BETA, "pm_rr", queries=t) for x in taus], label=f"local ε={eps}")
-    axes[0].loglog(taus, [central_users_needed(1.0, eps, x, BETA, queries=t) for x in taus], "--", label=f"central ε={eps}")
+for eps, color in zip((0.5, 1.0, 2.0), ("C0", "C1", "C2")):  # one colour per ε: solid local, dashed central
+    axes[0].loglog(taus, [t * users_per_query(1.0, eps, x, BETA, "pm_rr", queries=t) for x in taus], color=color, label=f"local ε={eps}")
+    axes[0].loglog(taus, [central_users_needed(1.0, eps, x, BETA, queries=t) for x in taus], "--", color=color, label=f"central ε={eps}")
+axes[0].set_title(f"against τ (β = {BETA})", fontsize=9)
 axes[0].set_xlabel("τ")
 axes[0].set_ylabel(f"users for t = {t} queries")
 axes[0].legend(fontsize=7)
@@ -74,7 +73,9 @@ epsilons = np.geomspace(0.1, 4, 12)
 axes[1].loglog(epsilons, [t * users_per_query(1.0, e, tau, BETA, "pm_rr", queries=t) for e in epsilons], label="local (±b RR)")
 axes[1].loglog(epsilons, [t * users_per_query(1.0, e, tau, BETA, "discrete_laplace", queries=t) for e in epsilons], label="local (discrete Laplace)")
 axes[1].loglog(epsilons, [central_users_needed(1.0, e, tau, BETA, queries=t) for e in epsilons], "--", label="central")
+axes[1].set_title(f"against ε (τ = {tau:.4f}, β = {BETA})", fontsize=9)
 axes[1].set_xlabel("ε")
+axes[1].set_ylabel(f"users for t = {t} queries")
 axes[1].legend(fontsize=7)
 fig.tight_layout()
 fig.savefig(OUT / "lab3_users_needed.png", dpi=120)

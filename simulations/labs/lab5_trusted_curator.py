@@ -9,8 +9,6 @@
 # learnable, hence not locally learnable (Theorem 4.8): LI ⊊ CNI.
 
 # %%
-import asyncio
-
 import matplotlib.pyplot as plt
 import numpy as np
 
@@ -20,7 +18,7 @@ from ldp.core.rng import generator
 from ldp.learners.parity import PackedExamples, a_star_sample_size, algorithm_a_star
 from ldp.learners.parity_local import learn_parity_local
 from ldp.learners.results import true_error
-from simulations.labs.common import QUICK, exercise, open_oracle, out_dir, saved, track
+from simulations.labs.common import QUICK, exercise, open_oracle, out_dir, run, saved, track
 
 OUT = out_dir("lab5")
 EPS, ALPHA, BETA = 1.0, 0.1, 0.1
@@ -74,12 +72,15 @@ async def local_errors():
     return out
 
 
-local = asyncio.run(local_errors())
+local = run(local_errors())
 
 fig, ax = plt.subplots(figsize=(5.5, 3.5))
 ax.semilogx(list(central), [e for _, e, _ in central.values()], "o-", base=2, label="central A* (n = 60·d)")
 ax.semilogx(list(local), list(local.values()), "s-", base=2, label=f"local attempt (n = {LOCAL_USERS:,})")
 ax.axhline(0.5, color="k", linestyle=":", label="1/2: a random guess")
+ticks = sorted(set(central) | set(local))
+ax.set_xticks(ticks, [str(d) for d in ticks])  # the d we ran, not powers of 2
+ax.minorticks_off()
 ax.set_xlabel("d")
 ax.set_ylabel("mean true error")
 ax.legend(fontsize=8)

@@ -92,6 +92,7 @@ assert results["buggy"] > EPS >= results["honest"]
 fig, ax = plt.subplots(figsize=(4.5, 3))
 ax.bar(list(results), list(results.values()))
 ax.axhline(EPS, color="k", linestyle="--", label="declared ε")
+ax.set_xlabel(f"randomizer (N = {N:,} reports per input)")
 ax.set_ylabel("ε lower confidence bound")
 ax.legend()
 fig.tight_layout()

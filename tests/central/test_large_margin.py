@@ -12,8 +12,8 @@ from ldp.central.exponential import exponential_probabilities
 from ldp.central.large_margin import (
     large_margin_mechanism,
     lmm_distribution,
-    lmm_t,
     lmm_T,
+    lmm_t,
     lmm_theorem3_error,
     lmm_theorem3_margin,
     report_noisy_max,

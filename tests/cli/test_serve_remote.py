@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from tests.wire.proc_helpers import PYTHON, free_port, reap, wait_exit
 
 pytestmark = pytest.mark.timeout(180)

@@ -8,8 +8,9 @@ import asyncio
 import math
 import re
 import warnings
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pytest

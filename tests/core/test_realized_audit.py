@@ -36,9 +36,9 @@ from ldp.core.randomizers import (
     LaplaceRandomizer,
     LocalRandomizer,
     PlusMinusRandomizedResponse,
+    Randomizer,
     RandomizerSpec,
     RecordRandomizedResponse,
-    Randomizer,
     _rr_draw,
     dl_window_extension,
 )

@@ -13,7 +13,7 @@ import ast
 import dataclasses
 import importlib
 import re
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 
 import pytest
@@ -80,7 +80,7 @@ def _resolve(name: str) -> None:
             raise AssertionError(f"{name}: {'.'.join(parts[: parts.index(attr)])} has no attribute {attr!r}")
 
 
-@lru_cache(maxsize=None)
+@cache
 def _functions(path: str) -> frozenset[str]:
     tree = ast.parse((ROOT / path).read_text(encoding="utf-8"), filename=path)
     return frozenset(n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))

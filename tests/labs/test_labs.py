@@ -1,13 +1,24 @@
-"""Every lab runs headless in quick mode, with solutions, and saves its figures."""
+"""Every lab runs headless in quick mode, with solutions, and saves its figures; as a script, as a
+notebook (jupytext + nbclient, in a real Jupyter kernel), and through ``ldp-sim lab N``."""
 
+import asyncio
+import json
 import os
+import re
+import signal
 import subprocess
 import sys
+import threading
+import time
+from itertools import combinations
 from pathlib import Path
 
 import pytest
 
-LABS = sorted(p.stem for p in (Path(__file__).parents[2] / "simulations" / "labs").glob("lab*.py"))
+REPO = Path(__file__).parents[2]
+LAB_DIR = REPO / "simulations" / "labs"
+LABS = sorted(p.stem for p in LAB_DIR.glob("lab*.py"))
+QUICK_ENV = {"LDP_QUICK": "1", "LDP_SOLUTIONS": "1", "LDP_TRANSPORT": "inprocess", "MPLBACKEND": "Agg"}
 
 
 def test_there_are_at_least_six_labs():
@@ -33,6 +44,239 @@ def test_solutions_switch_hides_solutions(lab, tmp_path):
     assert "your turn" in proc.stdout
 
 
+def test_lab1_states_the_sampling_error_of_its_measured_sd(tmp_path):
+    """The measured sd comes from R repetitions: the printout gives its sampling error and the
+    measured/predicted ratios, which must lie within 4 sampling errors of 1 (the lab asserts it)."""
+    env = dict(os.environ, **QUICK_ENV, LDP_LAB_OUT=str(tmp_path))
+    proc = subprocess.run([sys.executable, "-m", "simulations.labs.lab1_randomized_response"], env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    found = re.search(r"R = (\d+) rounds per ε: the measured sd has a sampling error of ±([\d.]+)%", proc.stdout)
+    assert found, proc.stdout
+    repeats, rel_se = int(found.group(1)), float(found.group(2)) / 100
+    assert repeats >= 50 and rel_se <= 0.10
+    rows = [line.split() for line in proc.stdout.splitlines() if re.match(r"\s*[\d.]+\s+0\.\d{5}\s", line)]
+    assert len(rows) == 5, proc.stdout
+    for eps, measured, error, _predicted, ratio in rows:
+        assert float(error) == pytest.approx(float(measured) * rel_se, abs=1e-5)
+        assert abs(float(ratio) - 1) < 4 * rel_se, (eps, ratio)
+
+
+# --- figures that can be read ---------------------------------------------------------------------
+
+
+def figure_problems(figures=None) -> list[str]:
+    """What makes figures hard to read: an axes with data but no x or y label, tick labels of one
+    axis that overlap (e.g. a log axis labelling its minor ticks "3×10⁻¹4×10⁻¹"), a legend drawn
+    over a bar. ``figures``: the open pyplot figures when None."""
+    from matplotlib.patches import Rectangle
+
+    if figures is None:
+        import matplotlib.pyplot as plt
+
+        figures = [plt.figure(n) for n in plt.get_fignums()]
+    problems = []
+    for number, fig in enumerate(figures):
+        fig.canvas.draw()
+        renderer = fig.canvas.get_renderer()
+        for i, ax in enumerate(fig.axes):
+            where = f"figure {number} axes {i}"
+            if not ax.has_data():
+                continue
+            for name, label in (("x", ax.get_xlabel()), ("y", ax.get_ylabel())):
+                if not label.strip():
+                    problems.append(f"{where}: no {name} label")
+            for name, axis in (("x", ax.xaxis), ("y", ax.yaxis)):
+                lo, hi = sorted(axis.get_view_interval())
+                slack = (hi - lo) * 1e-9
+                labels = [
+                    (tick.label1.get_text(), tick.label1.get_window_extent(renderer))
+                    for locs, ticks in ((axis.get_majorticklocs(), axis.get_major_ticks()), (axis.get_minorticklocs(), axis.get_minor_ticks()))
+                    for loc, tick in zip(locs, ticks)
+                    if lo - slack <= loc <= hi + slack and tick.get_visible() and tick.label1.get_visible() and tick.label1.get_text().strip()
+                ]
+                for (text_a, box_a), (text_b, box_b) in combinations(labels, 2):
+                    if box_a.overlaps(box_b):
+                        problems.append(f"{where}: {name} tick labels {text_a!r} and {text_b!r} collide")
+            legend = ax.get_legend()
+            if legend is not None:
+                box = legend.get_window_extent(renderer)
+                bars = [p for p in ax.patches if isinstance(p, Rectangle) and p.get_width() and p.get_height()]
+                if any(box.overlaps(bar.get_window_extent(renderer)) for bar in bars):
+                    problems.append(f"{where}: the legend covers a bar")
+    return problems
+
+
+def test_figure_check_flags_the_defects_it_looks_for():
+    """The check must fail on the figures the labs used to draw."""
+    import numpy as np
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    def figure(**kw):
+        fig = Figure(**kw)
+        FigureCanvasAgg(fig)
+        return fig
+
+    logaxes = figure(figsize=(5, 3.5))  # lab 1: default log ticks over [0.25, 4] label the minor ticks
+    ax = logaxes.add_subplot()
+    ax.loglog([0.25, 0.5, 1, 2, 4], [0.03, 0.014, 0.007, 0.003, 0.001], "o")
+    ax.set_xlabel("ε")
+    ax.set_ylabel("sd")
+    bars = figure(figsize=(5, 3))  # lab 2: a legend over full-height bars
+    ax = bars.add_subplot()
+    ax.bar(range(1, 7), [2000, 2000, 2000, 0, 0, 0], label="answered")
+    ax.bar(range(1, 7), [0, 0, 0, 2000, 2000, 2000], bottom=[2000, 2000, 2000, 0, 0, 0], label="refused")
+    ax.set_xlabel("round")
+    ax.set_ylabel("users")
+    ax.legend()
+    panels = figure(figsize=(9, 3.5))  # lab 3: the second panel had no y label
+    left, right = panels.subplots(1, 2)
+    for a in (left, right):
+        a.plot(np.arange(3), np.arange(3))
+        a.set_xlabel("τ")
+    left.set_ylabel("users")
+    assert any("tick labels" in p for p in figure_problems([logaxes])), figure_problems([logaxes])
+    assert figure_problems([bars]) == ["figure 0 axes 0: the legend covers a bar"]
+    assert figure_problems([panels]) == ["figure 0 axes 1: no y label"]
+
+
+_RUN_AND_CHECK = """
+import json, runpy, sys
+from simulations.labs.runner import run_lab
+run_lab(sys.argv[1])
+print("FIGURE PROBLEMS " + json.dumps(runpy.run_path(sys.argv[2])["figure_problems"]()))
+"""
+
+
+@pytest.mark.parametrize("lab", LABS)
+def test_lab_figures_are_legible(lab, tmp_path):
+    """Runs the lab through the cell-by-cell runner (what `ldp-sim lab` runs), then checks its figures."""
+    env = dict(os.environ, **QUICK_ENV, LDP_LAB_OUT=str(tmp_path))
+    proc = subprocess.run(
+        [sys.executable, "-c", _RUN_AND_CHECK, str(LAB_DIR / f"{lab}.py"), __file__], env=env, capture_output=True, text=True, timeout=120, cwd=tmp_path
+    )
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    found = re.search(r"^FIGURE PROBLEMS (.*)$", proc.stdout, re.MULTILINE)
+    assert found, proc.stdout[-2000:]
+    problems = json.loads(found.group(1))
+    assert not problems, problems
+
+
+# --- run(): asyncio.run that works in a notebook's kernel -----------------------------------------
+
+
+def test_run_outside_an_event_loop_is_asyncio_run():
+    from simulations.labs.common import run
+
+    async def answer():
+        await asyncio.sleep(0)
+        return threading.current_thread()
+
+    assert run(answer()) is threading.current_thread()
+
+
+def test_run_inside_a_running_loop_uses_a_worker_thread_and_reraises():
+    """What a Jupyter kernel does: the cell runs while the kernel's loop runs in this thread."""
+    from simulations.labs.common import run
+
+    async def answer():
+        await asyncio.sleep(0)
+        return threading.current_thread(), asyncio.get_running_loop()
+
+    async def fails():
+        raise KeyError("boom")
+
+    async def cell():
+        ours = asyncio.get_running_loop()
+        thread, loop = run(answer())  # a plain call, as in a lab's code cell
+        assert thread is not threading.current_thread() and loop is not ours
+        with pytest.raises(KeyError, match="boom"):
+            run(fails())
+        return "done"
+
+    assert asyncio.run(cell()) == "done"
+
+
+def test_run_interrupted_in_a_running_loop_cancels_the_coroutine():
+    """Interrupting the kernel (SIGINT to its main thread) while a cell waits in ``run``: the
+    coroutine is cancelled, its cleanup runs, and the KeyboardInterrupt reaches the cell."""
+    from simulations.labs.common import run
+
+    started, cancelled = threading.Event(), threading.Event()
+
+    async def forever():
+        started.set()
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    def interrupt():
+        started.wait(10)
+        time.sleep(0.2)  # the cell is waiting in run() by now
+        signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+
+    async def cell():
+        threading.Thread(target=interrupt, daemon=True).start()
+        run(forever())
+
+    # A loop like the kernel's: run_until_complete leaves SIGINT to Python's default handler
+    # (asyncio.run would install its own, which cancels its main task instead of raising).
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    loop = asyncio.new_event_loop()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            loop.run_until_complete(cell())
+    finally:
+        loop.close()
+    assert cancelled.is_set()
+
+
+# --- the cell-by-cell runner ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("lab", LABS)
+def test_runner_cuts_a_lab_into_the_cells_jupytext_sees(lab):
+    import jupytext
+
+    from simulations.labs.runner import split_cells
+
+    path = LAB_DIR / f"{lab}.py"
+    ours = [(c.kind, c.source.strip()) for c in split_cells(path.read_text(encoding="utf-8"))]
+    theirs = [(c.cell_type, c.source.strip()) for c in jupytext.read(path).cells if c.source.strip()]
+    assert ours == theirs
+    lines = path.read_text(encoding="utf-8").splitlines()
+    for cell in split_cells(path.read_text(encoding="utf-8")):  # line numbers point into the file
+        if cell.kind == "code":
+            assert lines[cell.line - 1 : cell.line - 1 + len(cell.source.splitlines())] == cell.source.splitlines()
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"), [("", True), ("1", True), ("0", False), ("off", False), (" Yes ", True), ("FALSE", False)]
+)
+def test_env_switch_values(value, expected):
+    from simulations.labs.runner import env_switch
+
+    assert env_switch("LDP_SOLUTIONS", True, {"LDP_SOLUTIONS": value}) is expected
+    assert env_switch("LDP_QUICK", False, {}) is False
+
+
+def test_env_switch_rejects_a_typo():
+    from simulations.labs.runner import env_switch
+
+    with pytest.raises(ValueError, match=r"LDP_QUICK must be 1 or 0 .*got 'ture'"):
+        env_switch("LDP_QUICK", False, {"LDP_QUICK": "ture"})
+
+
+# --- ldp-sim lab N ----------------------------------------------------------------------------------
+
+
+def _ldp_sim_lab(*args, env=None, timeout=120):
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("LDP_")} | (env or {})
+    return subprocess.run([sys.executable, "-m", "ldp.cli.main", "lab", *args], capture_output=True, text=True, timeout=timeout, env=full_env)
+
+
 def test_ldp_sim_lab_runs_a_lab_over_grpc_client_processes(tmp_path):
     """The classroom way: `ldp-sim lab 2 --quick` with 2 client processes on loopback; the lab's
     numbers are the in-process ones (same seed), its figure is saved and its path printed."""
@@ -47,6 +291,108 @@ def test_ldp_sim_lab_runs_a_lab_over_grpc_client_processes(tmp_path):
     assert rounds(grpc_run.stdout) == rounds(local.stdout) and len(rounds(local.stdout)) == 6
 
 
-def test_ldp_sim_lab_rejects_an_unknown_lab():
-    proc = subprocess.run([sys.executable, "-m", "ldp.cli.main", "lab", "99"], capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 2 and "there is no lab 99; labs are [1, 2, 3, 4, 5, 6]" in proc.stderr
+def test_ldp_sim_lab_honours_ldp_quick_from_the_environment(tmp_path):
+    """`LDP_QUICK=1 ldp-sim lab 2` runs lab 2 at its quick size (2,000 users, not 20,000)."""
+    proc = _ldp_sim_lab("2", "--transport", "inprocess", "--out", str(tmp_path), env={"LDP_QUICK": "1"})
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    assert "quick sizes, solutions shown" in proc.stdout
+    assert "round 1: answered   2000, refused      0" in proc.stdout, proc.stdout
+
+
+def test_ldp_sim_lab_hides_the_solutions_when_ldp_solutions_is_0(tmp_path):
+    """`LDP_SOLUTIONS=0 ldp-sim lab 6 --quick`: the exercise is set, its solution is not printed
+    (with solutions on, the same run prints "true ε = ..." — see the narrative test)."""
+    proc = _ldp_sim_lab("6", "--quick", "--transport", "inprocess", "--out", str(tmp_path), env={"LDP_SOLUTIONS": "0"})
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    assert "quick sizes, solutions hidden" in proc.stdout
+    assert "[exercise] compute the buggy randomizer's true privacy loss" in proc.stdout and "your turn" in proc.stdout
+    assert "true ε =" not in proc.stdout
+
+
+def test_ldp_sim_lab_prints_the_narrative_between_the_outputs(tmp_path):
+    proc = _ldp_sim_lab("6", "--quick", "--transport", "inprocess", "--out", str(tmp_path))
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    out = proc.stdout
+    assert "# %%" not in out and "**" not in out  # rendered, not the source
+    in_order = [
+        "Lab 6 — Find the privacy bug",  # the title cell
+        "Goals. A randomizer's privacy claim",
+        "1. The exact audit",  # a heading ...
+        "buggy: max log-ratio",  # ... the output of the code cell after it ...
+        "2. The statistical audit (black box)",  # ... and the next heading
+        "Distinguishing event for inputs",
+        "flagged",
+        "Exercises",
+        "What is the buggy randomizer's true ε?",
+        "[exercise] compute the buggy randomizer's true privacy loss",
+        "true ε =",  # solutions shown by default
+    ]
+    positions = [out.find(text) for text in in_order]
+    assert -1 not in positions, [t for t, p in zip(in_order, positions) if p < 0]
+    assert positions == sorted(positions), out
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "message"),
+    [
+        (["99"], {}, "there is no lab 99; labs are [1, 2, 3, 4, 5, 6]"),
+        (["2"], {"LDP_QUICK": "maybe"}, "LDP_QUICK must be 1 or 0 (or true/false, yes/no, on/off), got 'maybe'"),
+        (["2", "--quick"], {"LDP_SOLUTIONS": "nope"}, "LDP_SOLUTIONS must be 1 or 0"),
+    ],
+)
+def test_ldp_sim_lab_user_mistakes_are_one_line(args, env, message):
+    proc = _ldp_sim_lab(*args, env=env, timeout=60)
+    assert proc.returncode == 2 and message in proc.stderr, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
+    assert "Lab " not in proc.stdout  # nothing started
+
+
+# --- every lab as a notebook: converted by jupytext, executed by nbclient in a real kernel ---------
+
+
+@pytest.fixture(scope="module")
+def lab_kernelspecs(tmp_path_factory):
+    """Kernel specs with one kernel, "ldp-labs": *this* interpreter's ipykernel.
+
+    ``kernel_name="python3"`` looks the spec up in the user's Jupyter directories first, where a
+    "python3" spec may start another Python (one without ``ldp``), and a fresh machine may have
+    no spec besides the venv's. So the spec is written for ``sys.executable`` (ipykernel's own
+    ``write_kernel_spec``) into a temporary directory, the only one looked in.
+    """
+    from ipykernel.kernelspec import write_kernel_spec
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    kernels = tmp_path_factory.mktemp("kernels")
+    write_kernel_spec(kernels / "ldp-labs", overrides={"display_name": "ldp labs", "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]})
+    specs = KernelSpecManager(kernel_dirs=[str(kernels)], ensure_native_kernel=False)
+    assert specs.get_kernel_spec("ldp-labs").argv[0] == sys.executable
+    return specs
+
+
+@pytest.mark.parametrize("lab", LABS)
+def test_lab_runs_as_a_notebook(lab, tmp_path, lab_kernelspecs):
+    """The labs are jupytext percent scripts: opened as notebooks, every cell must run in a Jupyter
+    kernel, which already runs an event loop (where a bare ``asyncio.run`` raises)."""
+    import jupytext
+    import nbclient
+    from jupyter_client.manager import AsyncKernelManager
+
+    nb = jupytext.read(LAB_DIR / f"{lab}.py")
+    assert sum(c.cell_type == "markdown" for c in nb.cells) >= 2 and sum(c.cell_type == "code" for c in nb.cells) >= 3
+    km = AsyncKernelManager(kernel_name="ldp-labs", kernel_spec_manager=lab_kernelspecs)
+    client = nbclient.NotebookClient(nb, km=km, timeout=120, startup_timeout=60, resources={"metadata": {"path": str(REPO)}})
+    # The kernel's environment goes to its process only (this process's os.environ is untouched).
+    env = dict(os.environ, **QUICK_ENV, LDP_LAB_OUT=str(tmp_path))
+    try:
+        client.execute(env=env)
+    except nbclient.exceptions.CellExecutionError as exc:
+        plain = re.sub(r"\x1b\[[0-9;]*m", "", str(exc))  # the kernel's traceback is ANSI-coloured
+        pytest.fail(f"{lab} as a notebook: {plain[-3000:]}", pytrace=False)
+    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
+    assert not [o for o in outputs if o.output_type == "error"]
+    stderr = [o.get("text", "") for o in outputs if o.output_type == "stream" and o.get("name") == "stderr"]
+    warnings = [o for o in outputs if o.output_type == "display_data" and "Warning" in str(o.get("data", {}).get("text/plain", ""))]
+    assert not stderr and not warnings, (stderr, warnings)  # e.g. rich's "install ipywidgets" warning
+    stdout = "".join(o.get("text", "") for o in outputs if o.output_type == "stream" and o.get("name") == "stdout")
+    assert "[exercise]" in stdout and "your turn" not in stdout
+    assert list(tmp_path.rglob("*.png")), "a lab saves at least one figure"

@@ -18,13 +18,13 @@ from ldp.central.audit import max_log_ratio
 from ldp.core.concepts import ParityConcept, Referee, bits_to_int, concept_class
 from ldp.core.rng import generator
 from ldp.learners.parity import (
-    algorithm_a_sample_size,
     PackedExamples,
     a_star_distribution,
     a_star_iterations,
     a_star_sample_size,
     algorithm_a,
     algorithm_a_distribution,
+    algorithm_a_sample_size,
     algorithm_a_star,
     solve_gf2,
 )

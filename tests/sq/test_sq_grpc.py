@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from tests.sq.sq_helpers import conjunction_population
 
 from ldp.core.errors import SessionError
 from ldp.local.oracle import InProcessLROracle
 from ldp.sq.learners import learn_conjunction
 from ldp.sq.local import LocalSQOracle
 from ldp.sq.oracle import RefusedUsersError
+from tests.sq.sq_helpers import conjunction_population
 
 launcher = pytest.importorskip("ldp.wire.launcher")
 
@@ -46,7 +46,7 @@ async def test_simulation_algorithms_over_grpc_match_in_process() -> None:
     """The local algorithms of simulations/sq_local.py give the same outputs over gRPC."""
     from simulations.sq_local import ALGORITHMS, population
 
-    for name, (algorithm, interactive, _) in ALGORITHMS.items():
+    for name, (algorithm, _interactive, _) in ALGORITHMS.items():
         spec = population(3 * 500, seed=5, epsilon=2.0)
         reference, _ = await algorithm(InProcessLROracle(spec), 500, 3, 2.0)
         async with launcher.launch_local(spec, processes=2) as lr:

@@ -6,7 +6,6 @@ import math
 
 import numpy as np
 import pytest
-from tests.sq.sq_helpers import conjunction_population
 
 from ldp.core.population import PopulationSpec
 from ldp.local.oracle import InProcessLROracle
@@ -18,6 +17,7 @@ from ldp.sq.exact import ExactSQOracle
 from ldp.sq.learners import conjunction_tolerance, learn_conjunction
 from ldp.sq.local import LocalSQOracle
 from ldp.sq.oracle import SQOracle
+from tests.sq.sq_helpers import conjunction_population
 
 D, ALPHA, BETA, EPS = 3, 0.3, 0.1, 1.0
 TARGETS = [((0, 1), (2, 0)), ((1, 1),), ()]

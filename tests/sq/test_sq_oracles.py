@@ -10,7 +10,6 @@ import math
 
 import numpy as np
 import pytest
-from tests.sq.sq_helpers import conjunction_population
 from scipy import stats
 
 from ldp.core.errors import BudgetError, SessionError
@@ -30,6 +29,7 @@ from ldp.sq.empirical import EmpiricalSQOracle
 from ldp.sq.exact import ExactSQOracle
 from ldp.sq.local import LocalSQOracle, split_epsilon
 from ldp.sq.oracle import InsufficientUsersError, RefusedUsersError
+from tests.sq.sq_helpers import conjunction_population
 
 # Means under Uniform on {0,1}^3 with y = x0 ∧ ¬x2: 1/4, 1/2, 1/4, 0, 0; every bound b = 1.
 QUERIES = [

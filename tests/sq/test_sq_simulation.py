@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from tests.sq.sq_helpers import conjunction_population
 
 from ldp.core.concepts import concept_class
 from ldp.core.errors import SessionError
@@ -25,6 +24,7 @@ from ldp.sq.exact import ExactSQOracle
 from ldp.sq.local import LocalSQOracle
 from ldp.sq.simulation import RatioQuery, SQBackedLROracle, ratio_query, report_distance_bound, simulation_tolerance
 from simulations.sq_local import Config, measure
+from tests.sq.sq_helpers import conjunction_population
 
 
 @pytest.mark.parametrize("name", ["rr_histogram", "adaptive_refinement"])

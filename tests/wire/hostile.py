@@ -102,7 +102,7 @@ class HostileAggregator:
         self.server: grpc.aio.Server | None = None
         self.port = 0
 
-    async def __aenter__(self) -> "HostileAggregator":
+    async def __aenter__(self) -> HostileAggregator:
         server = grpc.aio.server(options=codec.channel_options() + [("grpc.so_reuseport", 0)])
 
         async def connect(request_iterator: Any, context: grpc.aio.ServicerContext) -> None:

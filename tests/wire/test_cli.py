@@ -9,19 +9,21 @@ import subprocess
 import time
 
 import pytest
-from tests.wire.proc_helpers import PYTHON, alive, children_of, reap, wait_exit
-from tests.wire.wire_helpers import population
 
 from ldp.cli.experiments import ExperimentArgs, get_experiment
 from ldp.wire.launcher import launch_local
+from tests.wire.proc_helpers import PYTHON, alive, children_of, reap, wait_exit
+from tests.wire.wire_helpers import population
 
 pytestmark = pytest.mark.timeout(60)
 
 CLI = [PYTHON, "-m", "ldp.cli.main"]
 
 
-def test_run_grpc_prints_a_table_and_leaves_no_process() -> None:
-    proc = subprocess.Popen([*CLI, "run", "rr-demo", "--processes", "2", "--users", "20000", "--seed", "3"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+def test_run_grpc_prints_a_table_and_leaves_no_process(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    proc = subprocess.Popen(
+        [*CLI, "run", "rr-demo", "--processes", "2", "--users", "20000", "--seed", "3", "--out", str(tmp_path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
     time.sleep(0.5)
     kids = children_of(proc.pid)
     try:
@@ -34,8 +36,8 @@ def test_run_grpc_prints_a_table_and_leaves_no_process() -> None:
     assert not any(alive(k) for k in kids)
 
 
-def test_inprocess_and_grpc_runs_print_the_same_numbers() -> None:
-    args = ["run", "rr-demo", "--users", "4000", "--epsilon", "2", "--seed", "9"]
+def test_inprocess_and_grpc_runs_print_the_same_numbers(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    args = ["run", "rr-demo", "--users", "4000", "--epsilon", "2", "--seed", "9", "--out", str(tmp_path)]
     a = subprocess.run([*CLI, *args, "--transport", "inprocess"], capture_output=True, timeout=40)
     b = subprocess.run([*CLI, *args, "--transport", "grpc", "--processes", "3"], capture_output=True, timeout=40)
     assert a.returncode == b.returncode == 0
@@ -103,11 +105,12 @@ async def test_an_error_inside_launch_local_stops_every_client() -> None:
     assert len(clients) == 2 and all(c.process.poll() is not None for c in clients)
 
 
-async def test_rr_demo_runs_in_process() -> None:
+async def test_rr_demo_runs_in_process(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import ldp.cli.catalog  # noqa: F401  (registers rr-demo)
     from ldp.local.oracle import InProcessLROracle
 
     exp = get_experiment("rr-demo")
-    args = ExperimentArgs(users=40_000, epsilon=1.0, seed=2)
+    args = ExperimentArgs(users=40_000, epsilon=1.0, seed=2, out=str(tmp_path))
     result = await exp.runner(InProcessLROracle(exp.population(args)), args)
     assert len(result.rows) == 4
     errors = [float(row[4]) for row in result.rows]

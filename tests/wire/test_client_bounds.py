@@ -35,9 +35,6 @@ from pathlib import Path
 import grpc
 import numpy as np
 import pytest
-from tests.wire.hostile import BIT0, HostileAggregator, Peer, assignment, randomizer
-from tests.wire.proc_helpers import PYTHON, reap
-from tests.wire.wire_helpers import population
 
 from ldp.core.budget import charge_units
 from ldp.wire import codec
@@ -47,6 +44,9 @@ from ldp.wire.client_config import ClientConfig
 from ldp.wire.launcher import EXIT_CLIENT_DIED, ClientProcess, launch_local, spawn_clients, stop_clients
 from ldp.wire.v1 import aggregator_pb2 as pb
 from ldp.wire.v1 import aggregator_pb2_grpc as pb_grpc
+from tests.wire.hostile import BIT0, HostileAggregator, Peer, assignment, randomizer
+from tests.wire.proc_helpers import PYTHON, reap
+from tests.wire.wire_helpers import population
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -277,7 +277,7 @@ async def test_a_claim_that_stays_taken_gives_up_after_the_connect_timeout() -> 
             while client.process.poll() is None and time.monotonic() - started < 20:
                 try:
                     peer = await agg.accept(timeout_s=0.5)
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     continue
                 attempts += 1
                 await peer.recv()

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from tests.wire.wire_helpers import BIT0, rr
 
 from ldp.core.errors import ParameterError
 from ldp.core.randomizers import RandomizerSpec
 from ldp.local.messages import Assignment, Result, RoundReply, RoundRequest, SessionKind, Users
 from ldp.wire import codec
 from ldp.wire.v1 import aggregator_pb2 as pb
+from tests.wire.wire_helpers import BIT0, rr
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from tests.wire.wire_helpers import assert_identical, population, scripted_sessions
 
 from ldp.local.messages import Status
 from ldp.local.oracle import InProcessLROracle
 from ldp.wire.launcher import launch_local
+from tests.wire.wire_helpers import assert_identical, population, scripted_sessions
 
 pytestmark = pytest.mark.timeout(90)
 

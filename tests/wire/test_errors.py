@@ -3,12 +3,11 @@ processes alive (one shared cluster of 2 client processes and 6·10^5 users)."""
 
 from __future__ import annotations
 
-from typing import AsyncIterator
+from collections.abc import AsyncIterator
 
 import numpy as np
 import pytest
 import pytest_asyncio
-from tests.wire.wire_helpers import BIT0, ledger_of, population, rr
 
 from ldp.core.errors import ParameterError, SessionError
 from ldp.core.queries import QuerySpec
@@ -17,6 +16,7 @@ from ldp.local.messages import Assignment, RoundRequest, SessionKind, Status, Us
 from ldp.local.session import Request, Session
 from ldp.wire.aggregator import GrpcLROracle
 from ldp.wire.launcher import launch_local
+from tests.wire.wire_helpers import BIT0, ledger_of, population, rr
 
 N = 600_000
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.timeout(60)]

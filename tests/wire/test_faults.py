@@ -12,17 +12,17 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tests.wire.proc_helpers import PYTHON, free_port, read_until, reap, wait_exit
-from tests.wire.wire_helpers import ledger_of, population, rr
 
 from ldp.core.errors import ParameterError
 from ldp.local.messages import SessionKind, Status
 from ldp.local.oracle import InProcessLROracle
 from ldp.local.session import Request, Session
 from ldp.wire import codec
-from ldp.wire.client_config import ClientConfig
 from ldp.wire.aggregator import GrpcAggregator
+from ldp.wire.client_config import ClientConfig
 from ldp.wire.launcher import launch_local
+from tests.wire.proc_helpers import PYTHON, free_port, read_until, reap, wait_exit
+from tests.wire.wire_helpers import ledger_of, population, rr
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -143,7 +143,7 @@ def _spec_config(tmp_path: Path, users: int) -> tuple[Path, Path]:
 def test_aggregator_killed_clients_exit_with_a_clear_message(tmp_path: Path) -> None:
     _, config = _spec_config(tmp_path, 1000)
     serve = subprocess.Popen(
-        [PYTHON, "-m", "ldp.cli.main", "serve", "--bind", "127.0.0.1:0", "rr-demo", "--users", "1000"],
+        [PYTHON, "-m", "ldp.cli.main", "serve", "--bind", "127.0.0.1:0", "rr-demo", "--users", "1000", "--out", str(tmp_path / "out")],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
     )
@@ -179,7 +179,7 @@ def test_clients_wait_for_a_late_aggregator_then_exit_on_close(tmp_path: Path) -
         time.sleep(1.5)
         assert clients.poll() is None
         serve = subprocess.Popen(
-            [PYTHON, "-m", "ldp.cli.main", "serve", "--bind", address, "rr-demo", "--users", "4000", "--wait", "30"],
+            [PYTHON, "-m", "ldp.cli.main", "serve", "--bind", address, "rr-demo", "--users", "4000", "--wait", "30", "--out", str(tmp_path / "out")],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
         )
@@ -202,3 +202,20 @@ def test_unreachable_aggregator_gives_up_with_a_message(tmp_path: Path) -> None:
     )
     assert proc.returncode == 1
     assert b"cannot reach the aggregator" in proc.stderr and b"Traceback" not in proc.stderr
+
+
+async def test_a_waiting_client_says_so_instead_of_staying_silent(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No long silences: while the aggregator is not up, a client prints a status line every
+    ``STATUS_EVERY_S`` (1 s here) and then gives up with the usual message."""
+    import ldp.wire.client as client_module
+    from ldp.wire.client import EXIT_LOST, ShardClaim, run_client
+    from ldp.wire.client_config import ClientConfig
+
+    monkeypatch.setattr(client_module, "STATUS_EVERY_S", 1.0)
+    lines: list[str] = []
+    spec = population(n=100)
+    code = await run_client(f"127.0.0.1:{free_port()}", ShardClaim(0, 1), ClientConfig(population=spec), connect_timeout_s=3.5, say=lines.append)
+    assert code == EXIT_LOST
+    waiting = [line for line in lines if "waiting for the aggregator" in line]
+    assert len(waiting) >= 2 and "giving up after 3.5 s" in waiting[0], lines
+    assert "cannot reach the aggregator" in lines[-1]

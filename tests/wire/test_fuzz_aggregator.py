@@ -19,13 +19,13 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests.wire.test_hostile_clients import HALF, N, Cluster, Outgoing, Peer, _parts
-from tests.wire.wire_helpers import BIT0, population, rr
 
 from ldp.local.messages import RoundReply, SessionKind, Status
 from ldp.local.oracle import InProcessLROracle
 from ldp.local.session import Request, Session
 from ldp.wire.v1 import aggregator_pb2 as pb
+from tests.wire.test_hostile_clients import HALF, Cluster, N, Outgoing, Peer, _parts
+from tests.wire.wire_helpers import BIT0, population, rr
 
 pytestmark = pytest.mark.timeout(300)
 

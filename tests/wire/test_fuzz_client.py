@@ -36,8 +36,6 @@ import pytest
 from google.protobuf.message import DecodeError
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests.wire.hostile import BIT0, BIT1, RECORD, HostileAggregator, Peer, assignment, randomizer
-from tests.wire.wire_helpers import population
 
 from ldp.core.budget import allowance_units, charge_units
 from ldp.local.messages import RoundReply
@@ -48,6 +46,8 @@ from ldp.wire.client_config import ClientConfig
 from ldp.wire.launcher import ClientProcess, spawn_clients, stop_clients
 from ldp.wire.sealed import new_seal_key, seal_population
 from ldp.wire.v1 import aggregator_pb2 as pb
+from tests.wire.hostile import BIT0, BIT1, RECORD, HostileAggregator, Peer, assignment, randomizer
+from tests.wire.wire_helpers import population
 
 pytestmark = pytest.mark.timeout(300)
 

@@ -17,7 +17,6 @@ state their false-alarm rate; each is also run on a deliberately broken variant 
 
 from __future__ import annotations
 
-import asyncio
 import math
 import os
 import signal
@@ -27,21 +26,21 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tests.wire.hostile import BIT0, BIT1, RECORD, HostileAggregator, Peer, Tally, assignment, randomizer
-from tests.wire.wire_helpers import population
 
 from ldp.core.budget import charge_units
-from ldp.local.messages import SessionKind
-from ldp.local.oracle import InProcessLROracle
-from ldp.local.session import Request, Session
 from ldp.core.population import PopulationSpec
 from ldp.core.queries import QuerySpec
 from ldp.core.randomizers import RandomizerSpec
+from ldp.local.messages import SessionKind
+from ldp.local.oracle import InProcessLROracle
+from ldp.local.session import Request, Session
 from ldp.wire.aggregator import ShardClaim
 from ldp.wire.client_config import ClientConfig
 from ldp.wire.launcher import ClientProcess, spawn_clients, stop_clients
 from ldp.wire.sealed import new_seal_key, seal_population
 from ldp.wire.v1 import aggregator_pb2 as pb
+from tests.wire.hostile import BIT0, BIT1, RECORD, HostileAggregator, Peer, Tally, assignment, randomizer
+from tests.wire.wire_helpers import population
 
 pytestmark = pytest.mark.timeout(120)
 

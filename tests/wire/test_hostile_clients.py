@@ -15,13 +15,12 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Awaitable, Callable
 
 import grpc
 import numpy as np
 import pytest
-from tests.wire.wire_helpers import BIT0, population, rr
 
 from ldp.core.population import PopulationDescription, PopulationSpec
 from ldp.local.messages import RoundReply, SessionKind, Status
@@ -31,6 +30,7 @@ from ldp.local.shard import Shard
 from ldp.wire import codec
 from ldp.wire.aggregator import SERVICE, GrpcAggregator, GrpcLROracle
 from ldp.wire.v1 import aggregator_pb2 as pb
+from tests.wire.wire_helpers import BIT0, population, rr
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -150,7 +150,7 @@ class Cluster:
         self.tasks: list[asyncio.Task[None]] = []
         self.peers: list[Peer] = []
 
-    async def __aenter__(self) -> "Cluster":
+    async def __aenter__(self) -> Cluster:
         await self.aggregator.start()
         self.oracle = GrpcLROracle(self.aggregator)
         return self

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from tests.wire.wire_helpers import BIT0, population, rr, scripted_sessions
 
 from ldp.core.population import generate_records
 from ldp.core.queries import QuerySpec
@@ -17,6 +16,7 @@ from ldp.local.messages import SessionKind
 from ldp.local.session import Request, Session
 from ldp.wire.launcher import launch_local
 from ldp.wire.v1 import aggregator_pb2 as pb
+from tests.wire.wire_helpers import BIT0, population, rr, scripted_sessions
 
 pytestmark = pytest.mark.timeout(90)
 

@@ -13,9 +13,10 @@ import argparse
 import os
 import shutil
 import stat
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, AsyncIterator, Callable
+from typing import Any
 
 import grpc
 import pytest

@@ -11,7 +11,6 @@ import asyncio
 from pathlib import Path
 
 import pytest
-from tests.wire.wire_helpers import population, rr
 
 from ldp.local.messages import SessionKind
 from ldp.local.session import Request, Session
@@ -19,6 +18,7 @@ from ldp.wire.aggregator import GrpcAggregator, GrpcLROracle, ShardClaim
 from ldp.wire.client_config import ClientConfig
 from ldp.wire.launcher import ClientProcess, spawn_clients, stop_clients
 from ldp.wire.tls import issue, make_ca, new_token, server_tls
+from tests.wire.wire_helpers import population, rr
 
 pytestmark = pytest.mark.timeout(90)
 
