@@ -728,8 +728,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return EXIT_USAGE
     except KeyboardInterrupt:
+        from ldp.wire.launcher import quiet_grpc_after_interrupt
+
+        quiet_grpc_after_interrupt()
         errors.print("ldp-sim: interrupted", markup=False, highlight=False)
         return EXIT_INTERRUPTED
+
 
 
 if __name__ == "__main__":

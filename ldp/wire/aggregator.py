@@ -246,13 +246,18 @@ class GrpcAggregator:
         self._closing, self._close_reason = True, reason
         conns = list(self._connections.values())
         close = pb.ServerMessage(close=pb.Close(reason=reason, failed=failed))
-        await asyncio.gather(*(c.send([close]) for c in conns), return_exceptions=True)
-        for c in conns:
-            c.stop.set()
-            c.fail_pending()
-        if self._server is not None:
-            await self._server.stop(grace_s)
-            self._server = None
+        try:
+            await asyncio.gather(*(c.send([close]) for c in conns), return_exceptions=True)
+        finally:
+            # Even when the sends are cancelled (Ctrl-C during a run), the server is stopped here:
+            # left to the garbage collector after the loop closes, grpc's Server.__del__ prints a
+            # traceback ("Event loop is closed").
+            for c in conns:
+                c.stop.set()
+                c.fail_pending()
+            if self._server is not None:
+                server, self._server = self._server, None
+                await server.stop(grace_s)
 
     async def __aenter__(self) -> GrpcAggregator:
         await self.start()

@@ -33,10 +33,11 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import IO
+from typing import IO, Any
 
 from ldp.core.errors import LDPError, ParameterError
 from ldp.core.population import PopulationSpec
@@ -496,3 +497,23 @@ async def grpc_oracle_factory(
             yield factory
         finally:
             factory._closed = True
+
+
+def quiet_grpc_after_interrupt() -> None:
+    """After Ctrl-C the event loop is closed and the client processes are stopped; a grpc server
+    object whose stop was cut short by the interrupt then tries, when garbage-collected, to
+    schedule its shutdown on that closed loop and prints a traceback. That one message, and the
+    warning about the shutdown coroutine it could not schedule, are dropped; anything else still
+    reaches the default hook."""
+    default = sys.unraisablehook
+
+    def hook(unraisable: Any) -> None:
+        obj = unraisable.object
+        grpc_server_del = getattr(obj, "__qualname__", "") == "Server.__del__" and str(getattr(obj, "__module__", "")).startswith("grpc")
+        if grpc_server_del and isinstance(unraisable.exc_value, RuntimeError) and "Event loop is closed" in str(unraisable.exc_value):
+            return
+        default(unraisable)
+
+    sys.unraisablehook = hook
+    # the shutdown coroutine that __del__ built and could not schedule is then never awaited
+    warnings.filterwarnings("ignore", message="coroutine 'AioServer.shutdown' was never awaited", category=RuntimeWarning)

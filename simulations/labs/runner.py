@@ -177,6 +177,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         run_lab(path)
     except KeyboardInterrupt:  # Ctrl-C: the lab's `async with` blocks have closed; no traceback
+        from ldp.wire.launcher import quiet_grpc_after_interrupt
+
+        quiet_grpc_after_interrupt()
         return 130  # (`ldp-sim lab` says "interrupted")
     return 0
 

@@ -219,3 +219,34 @@ async def test_a_waiting_client_says_so_instead_of_staying_silent(monkeypatch: p
     waiting = [line for line in lines if "waiting for the aggregator" in line]
     assert len(waiting) >= 2 and "giving up after 3.5 s" in waiting[0], lines
     assert "cannot reach the aggregator" in lines[-1]
+
+
+def test_after_an_interrupt_only_grpcs_closed_loop_shutdown_message_is_dropped(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C: grpc's Server.__del__ may try to schedule its shutdown on the closed loop and print
+    a traceback; ``quiet_grpc_after_interrupt`` drops that one message, and any other unraisable
+    exception (the broken variant would swallow everything) still reaches the previous hook."""
+    import sys
+    import types
+    import warnings
+
+    from ldp.wire.launcher import quiet_grpc_after_interrupt
+
+    seen: list[object] = []
+    monkeypatch.setattr(sys, "unraisablehook", seen.append)
+    with warnings.catch_warnings():
+        quiet_grpc_after_interrupt()
+
+        def server_del(self: object) -> None: ...
+
+        server_del.__qualname__, server_del.__module__ = "Server.__del__", "grpc.aio._server"  # as grpc's own
+
+        def mine(self: object) -> None: ...
+
+        mine.__qualname__ = "Server.__del__"  # same name, not grpc's: reported
+
+        grpc_case = types.SimpleNamespace(exc_value=RuntimeError("Event loop is closed"), object=server_del)
+        other_error = types.SimpleNamespace(exc_value=RuntimeError("something else"), object=server_del)
+        not_grpc = types.SimpleNamespace(exc_value=RuntimeError("Event loop is closed"), object=mine)
+        for case in (grpc_case, other_error, not_grpc):
+            sys.unraisablehook(case)  # type: ignore[arg-type]
+    assert seen == [other_error, not_grpc]
