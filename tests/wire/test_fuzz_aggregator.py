@@ -147,10 +147,14 @@ async def _example(plan: list[Any], then_honest: bool) -> None:
         cluster.oracle._next_session = 1 << 20
         second = await Session(cluster.oracle, SessionKind.INTERACTIVE, deadline_s=5.0).round(_requests())
         MESSAGES.append(sent[0])
-        for r in first + second:
+        for in_first, r in [(True, x) for x in first] + [(False, x) for x in second]:
             answered = r.status == Status.ANSWERED
             assert len(r.values) == int(answered.sum())
-            assert (r.status[r.users < HALF] == Status.ANSWERED).all(), (r.counts(), r.errors)
+            # The honest shard answers. Only in the 0.3 s round may a loaded machine make it late:
+            # then its users are MISSING with the deadline named (never ERROR, never wrong values).
+            honest = r.status[r.users < HALF]
+            late = in_first and any(e.startswith("shard 0/2 did not answer") and "deadline" in e for e in r.errors)
+            assert (honest == Status.ANSWERED).all() or (late and (honest == Status.MISSING).all()), (r.counts(), r.errors)
             # Whatever was accepted is a valid report of the requested randomizer.
             if r.randomizer.kind == "binary_rr":
                 assert r.values.dtype == np.uint8 and set(np.unique(r.values).tolist()) <= {0, 1}
