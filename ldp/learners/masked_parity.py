@@ -59,7 +59,7 @@ from functools import lru_cache
 import numpy as np
 from scipy.stats import norm
 
-from ldp.core.concepts import MaskedParityConcept, concept_class
+from ldp.core.concepts import MaskedParityConcept, bits_to_int, concept_class
 from ldp.core.errors import ParameterError
 from ldp.core.queries import QuerySpec, affine, conjunction, label_query, parity, product, record_query, user_parity, user_parity_groups
 from ldp.core.randomizers import BinaryRandomizedResponse, LocalRandomizer, RandomizerSpec, RecordRandomizedResponse
@@ -329,7 +329,7 @@ async def learn_masked_parity_lni(
     reports = await session.round(requests)  # every query fixed before any reply: data-independent
     bits = np.array([_rr_mean(rep.values, epsilon) for rep in reports[:d]])
     r = (bits > 1.0 / (4 * d)).astype(np.int64)
-    c = int(np.dot(r, 1 << np.arange(d - 1, -1, -1, dtype=np.int64)))
+    c = int(bits_to_int(r))  # the candidate whose user_parity group asked about this r
     bounds = user_parity_groups(plan.a_users, 2**d)
     group = _group_values(reports[d], start + int(bounds[c]), start + int(bounds[c + 1])) if plan.a_users else np.zeros(0)
     a_est: float | None = None

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ldp.core.concepts import ParityConcept
+from ldp.core.concepts import ParityConcept, int_to_bits
 from ldp.core.errors import ParameterError
 from ldp.core.queries import QuerySpec, affine, label_query, parity, product, user_parity, user_parity_candidate
 from ldp.core.randomizers import BinaryRandomizedResponse, RandomizerSpec
@@ -76,7 +76,7 @@ async def learn_parity_local(
         means = np.where(sizes > 0, sums / np.maximum(sizes, 1), -np.inf)
     ties = np.flatnonzero(means == means.max())
     best = int(ties[rng.integers(0, len(ties))]) if len(ties) > 1 else int(ties[0])
-    r = (best >> np.arange(d - 1, -1, -1)) & 1
+    r = int_to_bits(best, d)
     return LearnerResult(
         ParityConcept(tuple(int(v) for v in r)),
         users=n,

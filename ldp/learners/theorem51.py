@@ -90,7 +90,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from ldp.core.concepts import MaskedParityConcept, concept_class
+from ldp.core.concepts import MaskedParityConcept, concept_class, int_to_bits
 from ldp.core.errors import ParameterError, require_epsilon, require_positive_finite, require_probability
 from ldp.core.population import PopulationSpec
 from ldp.core.queries import QuerySpec, affine, bent, conjunction, label_query, make_query, product
@@ -207,9 +207,10 @@ def walsh_hadamard(values: np.ndarray) -> np.ndarray:
 
 def index_bits(d: int, ints: np.ndarray | None = None) -> np.ndarray:
     """The d-bit vectors of ``ints`` (default all of 0..2^d − 1), one row each, bit 0 the most
-    significant (the convention of ``all_masked_parities`` and ``masked_parity._candidates``)."""
+    significant (``ldp.core.concepts.int_to_bits``; the convention of ``all_masked_parities`` and
+    of the ``user_parity`` query family)."""
     ints = np.arange(2**d, dtype=np.int64) if ints is None else np.asarray(ints, dtype=np.int64)
-    return ((ints[:, None] >> np.arange(d - 1, -1, -1)) & 1).astype(np.int64)
+    return int_to_bits(ints, d).astype(np.int64)
 
 
 def _check_dimension(d: int, most: int, what: str) -> int:
