@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint separation venv proto bench clean
+.PHONY: demo test lint separation venv proto bench bench-peers clean
 
 $(STAMP): pyproject.toml
 	@echo "make: creating .venv and installing ldp with its test and dev tools (1–2 minutes the first time)"
@@ -36,6 +36,18 @@ proto: $(STAMP)
 bench: $(STAMP)
 	$(PY) benchmarks/randomizers.py
 	$(PY) benchmarks/transport.py
+
+# Frequency oracles against pure-LDP 1.2.0 and multi-freq-ldpy 0.2.5, in their own venv: both break
+# with numpy >= 2 and xxhash >= 4 (and pure-LDP imports scikit-learn, pandas and statsmodels).
+PEERS := .venv-peers
+$(PEERS)/.installed:
+	test -x $(PEERS)/bin/python || $(PYTHON) -m venv $(PEERS)
+	$(PEERS)/bin/python -m pip install --quiet numpy==1.26.4 xxhash==3.8.2 scipy==1.13.1 scikit-learn==1.5.2 \
+		pandas==2.2.3 statsmodels==0.14.6 pure-ldp==1.2.0 multi-freq-ldpy==0.2.5
+	touch $@
+
+bench-peers: $(STAMP) $(PEERS)/.installed
+	$(PY) benchmarks/peers.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -6,9 +6,12 @@ true error ≤ α in at least a (1 − β) fraction of seeded trials, on the kno
 
 * POINT_d: mass 2α on a target point j (label 1), the rest on a fixed negative point. Learners: the pure
   exponential-mechanism learner (ε-DP, m ≈ (1/(αε))(d ln 2 + ln(1/β)), grows with d), BNS A_dist
-  (ε,δ)-learner (flat in d) and the LMM learner (CHS, flat in d, larger constant).
+  (ε,δ)-learner (flat in d), the LMM learner (CHS, flat in d, larger constant) and the proper learner
+  obtained from a sanitizer (BNS §5: ERM on the stability histogram of the labelled sample, flat in d).
 * THRESH_d: ½ on t−1 (label 1), ½ on t (label 0). Learners: the pure exponential mechanism (grows with d)
-  and LearnThresholds via RecConcave (flat in d at these sizes; crossover only at d ≈ 300–450 bits).
+  and LearnThresholds via the piecewise RecConcave (flat in d apart from one more recursion level at
+  d ≥ 33), run to d = 1024 bits so the crossover, where approximate privacy needs fewer users than pure,
+  is measured on the grid (``crossover`` in result.json and table.md).
 
 Writes ``result.json``, ``m90.csv``, ``m90.png`` and ``table.md`` into ``--out`` (default
 ``results/pure-vs-approximate``, the experiment's name under ``ldp-sim run``) and prints the table.
@@ -25,6 +28,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ldp.central.piecewise import uniform_below
 from ldp.central.point import (
     learn_point_approx,
     learn_point_lmm,
@@ -33,6 +37,7 @@ from ldp.central.point import (
     point_pure_sample_size,
     random_point,
 )
+from ldp.central.sanitizers import learn_point_by_sanitization
 from ldp.central.thresholds import learn_thresholds_approx, learn_thresholds_pure
 from ldp.core.rng import generator
 from simulations import reporting
@@ -47,7 +52,7 @@ __all__ = ["Config", "Result", "run", "main", "quick_config", "plot", "write_out
 @dataclass(frozen=True)
 class Config:
     point_bits: tuple[int, ...] = (8, 16, 32, 64, 128, 256, 512)
-    threshold_bits: tuple[int, ...] = (6, 8, 12, 16, 20)
+    threshold_bits: tuple[int, ...] = (6, 8, 12, 16, 20, 32, 64, 128, 256, 384, 512, 768, 1024)
     alpha: float = 0.1
     beta: float = 0.1
     epsilon: float = 1.0
@@ -63,7 +68,7 @@ class Config:
 def quick_config(seed: int = 0) -> Config:
     return Config(
         point_bits=(8, 16, 32, 64, 128, 256),
-        threshold_bits=(6, 10, 14, 18),
+        threshold_bits=(6, 14, 64, 256, 1024),
         trials=100,
         threshold_trials=50,
         include_lmm=False,  # LMM scans dominate the run time; it is in the full run
@@ -77,6 +82,29 @@ class Result:
     rows: tuple[dict, ...]
     seconds: float
     baselines: tuple[dict, ...] = field(default_factory=tuple)
+
+    @property
+    def crossover(self) -> tuple[dict, ...]:
+        return tuple(crossovers(self.rows))
+
+
+def crossovers(rows: tuple[dict, ...] | list[dict]) -> list[dict]:
+    """Per task and approximate learner: the last d on the grid where pure needs at most as many users, and
+    the first d after it where the approximate learner needs fewer (pure's "> max" counts as more)."""
+    out = []
+    for task in dict.fromkeys(r["task"] for r in rows):
+        pure = {r["bits"]: r["m90"] for r in rows if r["task"] == task and r["privacy"] == "pure"}
+        for learner in dict.fromkeys(r["learner"] for r in rows if r["task"] == task and r["privacy"] == "approx"):
+            approx = {r["bits"]: r["m90"] for r in rows if r["task"] == task and r["learner"] == learner}
+            grid = sorted(set(pure) & set(approx))
+
+            def wins(b: int, approx: dict = approx, pure: dict = pure) -> bool:
+                return approx[b] is not None and (pure[b] is None or approx[b] < pure[b])
+
+            last_pure = max((b for b in grid if not wins(b)), default=None)
+            first = min((b for b in grid if wins(b) and (last_pure is None or b > last_pure)), default=None)
+            out.append({"task": task, "learner": learner, "pure_at_most_until": last_pure, "approx_fewer_from": first})
+    return out
 
 
 def _trial_rng(cfg: Config, learner: str, bits: int, m: int) -> np.random.Generator:
@@ -101,6 +129,8 @@ def _point_success(cfg: Config, learner: str, bits: int, m: int, trials: int) ->
             h = learn_point_pure(x, y, bits, cfg.epsilon, rng).hypothesis
         elif learner == "point/A_dist":
             h = learn_point_approx(x, y, bits, cfg.epsilon, cfg.delta, rng).hypothesis
+        elif learner == "point/sanitizer":
+            h = learn_point_by_sanitization(x, y, bits, cfg.epsilon, cfg.delta, rng).hypothesis
         else:
             h = learn_point_lmm(x, y, bits, cfg.epsilon, cfg.delta, rng).hypothesis
         err = p * (h.point != j) + (1 - p) * (h.point == x0)
@@ -110,11 +140,16 @@ def _point_success(cfg: Config, learner: str, bits: int, m: int, trials: int) ->
 
 def _thresh_success(cfg: Config, learner: str, bits: int, m: int, trials: int) -> float:
     rng = _trial_rng(cfg, learner, bits, m)
-    t = int(rng.integers(1, 2**bits))
+    t = 1 + uniform_below(2**bits - 1, rng)
     wins = 0
     for _ in range(trials):
         y = (rng.random(m) < 0.5).astype(np.int8)
-        x = np.where(y == 1, t - 1, t).astype(np.int64)
+        if bits > 62:
+            x = np.empty(m, dtype=object)
+            x[:] = t
+            x[y == 1] = t - 1
+        else:
+            x = np.where(y == 1, t - 1, t).astype(np.int64)
         if learner == "thresh/pure":
             h = learn_thresholds_pure(x, y, bits, cfg.epsilon, rng).hypothesis
         else:
@@ -149,7 +184,7 @@ def run(config: Config) -> Result:
     cfg = config
     target = 1 - cfg.beta
     rows: list[dict] = []
-    point_learners = ["point/pure", "point/A_dist"] + (["point/LMM"] if cfg.include_lmm else [])
+    point_learners = ["point/pure", "point/A_dist", "point/sanitizer"] + (["point/LMM"] if cfg.include_lmm else [])
     for learner in point_learners:
         for bits in cfg.point_bits:
             m90 = find_m90(
@@ -191,6 +226,7 @@ def central_baselines() -> list[dict]:
         {"class": "POINT_d", "model": "central ε-DP", "learner": "exponential mechanism (KLNRS)", "users": "Θ(d/(αε))"},
         {"class": "POINT_d", "model": "central (ε,δ)-DP", "learner": "A_dist (BNS Lemma 3.2)", "users": "O(log(1/(βδ))/(αε)), no d"},
         {"class": "POINT_d", "model": "central (ε,δ)-DP", "learner": "LMM (CHS Alg. 1)", "users": "O(log(1/δ)/(αε)), no d"},
+        {"class": "POINT_d", "model": "central (ε,δ)-DP", "learner": "sanitizer ⇒ learner (BNS §5)", "users": "O(log(1/δ)/(αε)), no d"},
         {"class": "THRESH_d", "model": "central ε-DP", "learner": "exponential mechanism (KLNRS)", "users": "Θ(d/(αε))"},
         {"class": "THRESH_d", "model": "central (ε,δ)-DP", "learner": "RecConcave (BNS Thm 3.18)", "users": "Õ(8^{log* d})"},
         {"class": "THRESH_d", "model": "label-private ε-DP", "learner": "BNS §6", "users": "O(VC·log(1/α)/(αε)), no d"},
@@ -218,6 +254,13 @@ def _markdown(result: Result) -> str:
         "m_90 = smallest sample size with true error ≤ α in ≥ 1−β of seeded trials.",
         "",
         markdown_table((*TABLE_HEADERS[:-1], "theory bound"), table_rows(result)),
+        "",
+        "## Measured crossover (approximate needs fewer users than pure from this d on the grid)",
+        "",
+        markdown_table(("task", "approximate learner", "pure ≤ approx up to d", "approx < pure from d"),
+                       [(c["task"], c["learner"], c["pure_at_most_until"] if c["pure_at_most_until"] is not None else "–",
+                         c["approx_fewer_from"] if c["approx_fewer_from"] is not None else "not on the grid")
+                        for c in result.crossover]),
         "",
         "## Central baselines for the separation table",
         "",
@@ -262,7 +305,7 @@ def write_outputs(result: Result, out: Path) -> None:
     """result.json, m90.csv, table.md and m90.png in ``out`` (created if missing)."""
     out.mkdir(parents=True, exist_ok=True)
     write_json(out / "result.json", {"config": asdict(result.config), "rows": list(result.rows), "seconds": result.seconds,
-                                     "baselines": list(result.baselines)})
+                                     "baselines": list(result.baselines), "crossover": list(result.crossover)})
     write_csv(out / "m90.csv", result.rows, CSV_COLUMNS)
     (out / "table.md").write_text(_markdown(result))
     save_figure(plot(result), out / "m90.png")

@@ -27,6 +27,13 @@ context manager; in-process by default, gRPC client processes under ``ldp-sim ru
 The curator learners read records directly (``generate_records``: the same records the users of
 that population hold).
 
+Trials of one size may run side by side (``Config.parallel_trials``, for trials of at most
+``parallel_users`` users) when the factory serves several populations at once: ``run`` raises a
+``GrpcOracleFactory``'s ``lanes`` to ``parallel_trials``, one cluster of client processes each.
+A run is a pure function of (learner, d, n, trial) and ``_evaluate`` reads the errors in trial
+order, so early stopping, k/T, the intervals and every output are those of one trial at a time,
+whatever the transport, the process count or the overlap (tests/learners/test_separation.py).
+
 Writes ``result.json``, ``users_needed.csv``, ``curves.csv``, ``separation.png`` and ``table.md``
 into ``out`` (``results/separation`` for the full sweep, ``results/demo/separation`` for the demo).
 """
@@ -112,13 +119,20 @@ class Config:
     point_bits: tuple[int, ...] = (8, 32, 128, 512)
     point_trials: int = 100
     out: str | None = "results/separation"
+    # How the trials run (never what they give: a run is a pure function of (learner, d, n, trial)):
+    # up to ``parallel_trials`` trials of one size at once, each on its own population, when the
+    # oracle factory can serve that many (``GrpcOracleFactory.lanes``: one cluster each) and the
+    # trial has at most ``parallel_users`` users (larger ones run one at a time, on all the client
+    # processes, so that one population's records are in memory at a time).
+    parallel_trials: int = 2
+    parallel_users: int = 1 << 21
 
     def __post_init__(self) -> None:
         """Every setting checked where it enters (``-o key=value`` lands here): one clear error."""
         require_epsilon(self.epsilon)
         require_probability("alpha", self.alpha)
         require_probability("beta", self.beta)
-        for name in ("trials", "cap", "start_users", "curve_trials", "point_trials"):
+        for name in ("trials", "cap", "start_users", "curve_trials", "point_trials", "parallel_trials", "parallel_users"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ParameterError(f"separation: {name} must be an integer ≥ 1, got {value!r}")
@@ -227,6 +241,16 @@ class _Trials:
         self._features: dict[tuple[int, int], np.ndarray] = {}
         self._runs: dict[tuple[str, int, int, int], tuple[float, LearnerResult]] = {}
 
+    def width(self, learner: str, n: int) -> int:
+        """How many trials of (learner, n) may run at once: ``parallel_trials`` for a local learner
+        with at most ``parallel_users`` users, if the factory serves that many populations at once
+        (``lanes``; a factory without it serves one), else 1. Curator learners run in this process."""
+        c = self.config
+        if not LEARNERS[learner].local or n > c.parallel_users:
+            return 1
+        lanes = getattr(self.oracle_factory, "lanes", 1)
+        return max(1, min(c.parallel_trials, lanes if isinstance(lanes, int) else 1))
+
     def population(self, family: str, d: int, trial: int, size: int, *users: object) -> PopulationSpec:
         """Trial ``trial``'s target; ``users`` labels whose data it is. A local learner's run gets
         users of its own (labelled by learner and n): the users' side keys ledgers by the data,
@@ -293,16 +317,37 @@ def clopper_pearson(successes: int, trials: int, level: float = 0.95) -> tuple[f
 
 
 async def _evaluate(trials: _Trials, learner: str, d: int, n: int, early_stop: bool = True) -> dict[str, Any]:
+    """k/T at n users. Trials are read in order 0, 1, …, and with ``early_stop`` the size is
+    abandoned right after the failure that puts the success rate out of reach. Up to
+    ``trials.width`` of them run at once; their errors are still read in trial order and the
+    rule stops at the same trial, so the result is the sequential one, bit for bit (a run is a
+    pure function of (learner, d, n, trial); runs past the stop are computed, remembered, not
+    counted)."""
     c = trials.config
     allowed = math.floor(c.beta * c.trials + 1e-9)
     errors: list[float] = []
     failures = 0
-    for t in range(c.trials):
-        err, _ = await trials.run(learner, d, n, t)
-        errors.append(err)
-        failures += err > c.alpha
-        if early_stop and failures > allowed:
-            break
+    width = trials.width(learner, n)
+    t = 0
+    stopped = False
+    while t < c.trials and not stopped:
+        batch = range(t, min(t + width, c.trials))
+        if len(batch) == 1:
+            done = [await trials.run(learner, d, n, t)]
+        else:
+            try:
+                async with asyncio.TaskGroup() as group:  # one failure cancels the others
+                    tasks = [group.create_task(trials.run(learner, d, n, k)) for k in batch]
+            except BaseExceptionGroup as failed:  # the first failure, as one trial at a time would raise it
+                raise failed.exceptions[0] from None
+            done = [task.result() for task in tasks]
+        for err, _ in done:
+            errors.append(err)
+            failures += err > c.alpha
+            if early_stop and failures > allowed:
+                stopped = True
+                break
+        t += len(batch)
     successes = len(errors) - failures
     return {
         "users": n,
@@ -401,6 +446,11 @@ async def run(config: Config, oracle_factory: OracleFactory = in_process_oracle,
     """Run the whole experiment; returns the JSON-able result (and writes files if ``config.out``)."""
     say = log or (lambda s: None)
     started = time.perf_counter()
+    # A factory of clusters (GrpcOracleFactory) serves ``lanes`` populations at once: let it serve
+    # as many trials as may run side by side (its extra clusters start only when needed).
+    lanes = getattr(oracle_factory, "lanes", None)
+    if isinstance(lanes, int) and lanes < config.parallel_trials:
+        oracle_factory.lanes = config.parallel_trials  # type: ignore[attr-defined]
     rows: list[dict[str, Any]] = []
     curves: list[dict[str, Any]] = []
     try:
@@ -472,6 +522,8 @@ def central_point_baselines(config: Config) -> list[dict[str, Any]]:
     result = pva.run(pconfig)
     rows = []
     for r in result.rows:
+        if r["learner"] not in ("pure", "A_dist"):  # the two baselines of this table; pva runs others too
+            continue
         pure = r["privacy"] == "pure"
         needed = r["m90"]
         rows.append(

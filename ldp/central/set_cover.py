@@ -20,6 +20,7 @@ Data: ``x`` uint8 array (n, d) of bits, ``y`` int8 in {0,1}. Literal l < d is x_
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,6 +36,7 @@ __all__ = [
     "set_cover_parameters",
     "literal_values",
     "learn_conjunction_set_cover",
+    "set_cover_loop",
     "set_cover_sequence_distribution",
 ]
 
@@ -64,9 +66,23 @@ def set_cover_iterations(k: int, alpha: float) -> int:
 
 
 def set_cover_parameters(
-    k: int, alpha: float, beta: float, epsilon: float, delta: float, conservative: bool = False
+    k: int, alpha: float, beta: float, epsilon: float, delta: float, conservative: bool = False,
+    accounting: str = "claim34",
 ) -> dict[str, float]:
-    """T, the Laplace scale T/ε, the offset Δ = (T/ε)ln(T/β) and ε̂ = ε/(2ln(e/δ)) (Claim 3.4)."""
+    """T, the Laplace scale T/ε, the offset Δ = (T/ε)ln(T/β) and ε̂ = ε/(2ln(e/δ)) (Claim 3.4).
+
+    ``accounting="basic"`` [DERIVED, reference spec K1 "pure variant"]: Laplace at ε/2 (scale 2T/ε)
+    and each selection at ε̂ = ε/(2T), so basic composition gives pure ε-DP for any ε > 0 (δ unused).
+    ε̂ is always in the exp(ε̂·q/2) convention of the exponential mechanism.
+    """
+    if accounting == "basic":
+        eps_b = check_epsilon(epsilon)
+        T_b = set_cover_iterations(k, alpha)
+        scale = 2 * T_b / eps_b
+        return {"T": T_b, "lap_scale": scale, "offset": scale * math.log(T_b / check_half_open_unit(beta, "beta")),
+                "eps_hat": eps_b / (2 * T_b)}
+    if accounting != "claim34":
+        raise ValueError(f"accounting must be 'claim34' or 'basic'; got accounting={accounting!r}")
     eps = check_epsilon(epsilon)
     if eps >= 1:
         raise ValueError(f"KMMS Claim 3.4 needs epsilon in (0, 1); got epsilon={epsilon!r}")
@@ -94,6 +110,39 @@ def _qualities(lit: np.ndarray, y: np.ndarray, alive: np.ndarray, b: float, k: i
     return np.minimum(z0 - b / k, -z1.astype(np.float64))
 
 
+def set_cover_loop(
+    y: np.ndarray,
+    k: int,
+    prm: dict[str, float],
+    rng: np.random.Generator,
+    select: Callable[[np.ndarray, np.ndarray, float], tuple[object, np.ndarray]],
+    form: str = "conjunction",
+) -> list[object]:
+    """The SetCoverLearner loop for any H and selection procedure (KMMS §3 algorithm box; §5 for OR).
+
+    ``form="conjunction"`` (C ⊆ H^{∧k}): the examples to cover are the negatives, and h covers x when
+    h(x) = 0. ``form="disjunction"`` (C ⊆ H^{∨k}, the "straightforward modification": complement labels
+    and hypotheses): the examples to cover are the positives, and h covers x when h(x) = 1.
+    Each iteration draws w_j = ⌊Lap(prm["lap_scale"])⌋, sets b_j = (#alive to cover) + w_j − prm["offset"]
+    and calls ``select(alive, to_cover, b_j)``. ``select`` must pick h ∈ H by q(h) = min{c(h) − b_j/k, −p(h)}
+    (c: alive examples to cover that h covers; p: alive other examples that h covers) and return
+    (h, covers), covers[i] = h covers example i. Every covered example is deleted. Returns h_1 … h_T.
+    """
+    if form not in ("conjunction", "disjunction"):
+        raise ValueError(f"form must be 'conjunction' or 'disjunction'; got form={form!r}")
+    ya = np.asarray(y).astype(np.int8)
+    to_cover = ya == (0 if form == "conjunction" else 1)
+    alive = np.ones(ya.shape[0], dtype=bool)
+    chosen: list[object] = []
+    for _ in range(int(prm["T"])):
+        w = math.floor(float(rng.laplace(0.0, prm["lap_scale"])))
+        b = int(np.sum(to_cover & alive)) + w - prm["offset"]
+        h, covers = select(alive.copy(), to_cover, b)
+        chosen.append(h)
+        alive &= ~np.asarray(covers, dtype=bool)
+    return chosen
+
+
 def learn_conjunction_set_cover(
     x: np.ndarray,
     y: np.ndarray,
@@ -112,15 +161,12 @@ def learn_conjunction_set_cover(
     if xa.ndim != 2 or ya.shape != (xa.shape[0],):
         raise ValueError(f"x must be (n, d) and y (n,); got {xa.shape}, {ya.shape}")
     lit = literal_values(xa)
-    alive = np.ones(xa.shape[0], dtype=bool)
-    chosen: list[int] = []
-    for _ in range(int(prm["T"])):
-        w = math.floor(float(rng.laplace(0.0, prm["lap_scale"])))
-        b = int(np.sum(ya[alive] == 0)) + w - prm["offset"]
-        q = _qualities(lit, ya, alive, b, k)
-        h = exponential_mechanism(q, prm["eps_hat"], rng)
-        chosen.append(int(h))
-        alive &= lit[:, h] == 1
+
+    def select(alive: np.ndarray, to_cover: np.ndarray, b: float) -> tuple[object, np.ndarray]:
+        h = exponential_mechanism(_qualities(lit, ya, alive, b, k), prm["eps_hat"], rng)
+        return int(h), lit[:, h] == 0
+
+    chosen = [int(h) for h in set_cover_loop(ya, k, prm, rng, select)]  # type: ignore[call-overload]
     return LearnerResult(
         ConjunctionHypothesis(tuple(chosen), xa.shape[1]), xa.shape[0], float(epsilon), float(delta),
         "SetCoverLearner (KMMS Thm 3.5, Claim 3.4)", details={"T": prm["T"], "eps_hat": prm["eps_hat"]},

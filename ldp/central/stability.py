@@ -32,6 +32,7 @@ __all__ = [
     "top_two",
     "a_dist_pass_probability",
     "a_dist",
+    "a_dist_from_top_two",
 ]
 
 ADIST_NOISE_FACTOR: float = 4.0
@@ -124,8 +125,19 @@ def a_dist(
     solutions that share one score (e.g. points absent from the sample); cost O(len(scores)).
     If there is only one solution it is returned (gap = +∞; reveals nothing).
     """
-    eps, dlt = _check(epsilon, delta)
     i1, s1, s2 = top_two(scores, tail_size, tail_score)
+    return a_dist_from_top_two(i1, s1, s2, epsilon, delta, rng)
+
+
+def a_dist_from_top_two(
+    i1: int, s1: float, s2: float, epsilon: float, delta: float, rng: np.random.Generator
+) -> int | None:
+    """Steps 2–4 of A_dist given step 1's result (best index, best and runner-up scores; s2 = −∞: one solution).
+
+    For callers that find the top two without listing every solution (e.g. the piecewise RecConcave,
+    whose partitions can hold 2^1000 intervals). Same guarantee as :func:`a_dist`.
+    """
+    eps, dlt = _check(epsilon, delta)
     if not math.isfinite(s2):
         return i1
     b = ADIST_NOISE_FACTOR / eps

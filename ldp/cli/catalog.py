@@ -1,5 +1,5 @@
 """The simulations as ``ldp-sim run`` experiments: separation, sq-local, sq-sample-complexity,
-pure-vs-approximate, and rr-demo.
+pure-vs-approximate, sanitization, rr-demo, real-data, and geometry.
 
 What: thin adapters from the CLI's ``ExperimentArgs`` (``--seed``, ``--epsilon``, ``--quick``,
 ``--out``, ``-o key=value`` for any field of the simulation's ``Config``) to each simulation's
@@ -8,10 +8,12 @@ own ``run``, and from its result to an ``ExperimentResult`` (a table, notes, the
 - ``separation`` and ``sq-local`` take an oracle factory (mode ``"factory"``): many populations,
   each served in process or by one cluster of gRPC client processes that every new population
   is loaded into.
-- ``sq-sample-complexity`` and ``pure-vs-approximate`` never use the LR oracle (central model,
-  exact computations): in process only.
+- ``sq-sample-complexity``, ``pure-vs-approximate``, ``sanitization`` and ``geometry`` never use the LR oracle
+  (central model, exact computations): in process only.
 - ``rr-demo``: ``ldp.cli.experiments.rr_demo`` (the worked example there), with its table also
   written as files.
+- ``real-data``: ``simulations.real_data``, a CC0 data file hosted by client processes it spawns on
+  loopback (mode ``"standalone"``: the data, not a population spec, is the users').
 
 Files go to ``--out``, else ``results/<experiment name>`` (``separation --quick``: ``results/demo/separation``).
 
@@ -201,6 +203,103 @@ register_experiment(
     "pure-vs-approximate",
     pure_vs_approximate,
     description="POINT_d/THRESH_d learners, pure vs approximate central DP (no LR oracle)",
+    default_users=None,
+    uses_oracle=False,
+    default_epsilon=None,
+    takes_options=True,
+)
+
+
+def sanitization(args: ExperimentArgs) -> ExperimentResult:
+    """Sanitization error vs d: BNS sanitizers and the stability histogram beside local GRR (in process)."""
+    from simulations import sanitization as san
+
+    config = san.quick_config(args.seed) if args.quick else san.Config(seed=args.seed)
+    config = apply_options(config, args.options)
+    out = Path(args.out or san.DEFAULT_OUT)
+    result = san.run(config)
+    san.write_outputs(result, out)
+    return ExperimentResult(
+        f"Sanitization error vs d: central sanitizers and local GRR ({result.seconds:.1f} s)",
+        san.TABLE_HEADERS,
+        tuple(san.table_rows(result)),
+        files=_files(out, ("result.json", "errors.csv", "table.md", "errors.png")),
+        notes=f"α = {config.alpha}, ε = {config.epsilon}, δ = {config.delta:g}; {config.trials} trials per cell",
+    )
+
+
+register_experiment(
+    "sanitization",
+    sanitization,
+    description="POINT_d/THRESH_d sanitization error vs d: BNS sanitizers vs local GRR (no LR oracle)",
+    default_users=None,
+    uses_oracle=False,
+    default_epsilon=None,
+    takes_options=True,
+)
+
+
+# --- real-data: a CC0 file hosted by loopback client processes (no population spec) ---
+
+
+def real_data(args: ExperimentArgs) -> ExperimentResult:
+    """Frequencies and means of the Palmer penguins (``simulations.real_data``): client processes
+    host the file on the users' side and answer over loopback gRPC (``-o transport=inprocess`` runs
+    the same shards in process); table.md, estimates.csv, result.json and estimates.png."""
+    import asyncio
+
+    from simulations import real_data as rd
+
+    config = rd.quick_config(args.seed) if args.quick else rd.Config(seed=args.seed)
+    config = apply_options(config, args.options)
+    out = Path(args.out or config.out)
+    result = asyncio.run(rd.run(config))
+    rd.write_outputs(result, out)
+    return ExperimentResult(
+        f"Real data (Palmer penguins, CC0): LDP estimates vs truth ({result.seconds:.1f} s)",
+        rd.COLUMNS,
+        tuple(rd.cells(r) for r in result.rows),
+        files=_files(out, ("result.json", "estimates.csv", "table.md", "estimates.png")),
+        notes=rd.caption(result),
+    )
+
+
+register_experiment(
+    "real-data",
+    real_data,
+    description="real data (CC0 penguins file) hosted by loopback gRPC clients: GRR frequencies, Duchi/Piecewise/Hybrid means vs truth",
+    default_users=None,
+    uses_oracle=False,
+    default_epsilon=None,
+    takes_options=True,
+)
+
+
+# --- geometry (KMMS Thm 4.7, 5.1): central model, in process only ---
+
+
+def geometry(args: ExperimentArgs) -> ExperimentResult:
+    """Exact error against n of the convex k-gon and union-of-polygons learners (KMMS §4–5)."""
+    from simulations import geometry as geo
+
+    config = geo.quick_config(args.seed) if args.quick else geo.Config(seed=args.seed)
+    config = apply_options(config, args.options)
+    out = Path(args.out or geo.DEFAULT_OUT)
+    result = geo.run(config)
+    geo.write_outputs(result, out)
+    return ExperimentResult(
+        f"Convex k-gons and unions of polygons (KMMS Thm 4.7, 5.1): exact error against n ({result.seconds:.1f} s)",
+        geo.TABLE_HEADERS,
+        tuple(geo.table_rows(result)),
+        files=_files(out, ("result.json", "errors.csv", "table.md", "errors.png", "polygons.png")),
+        notes=f"grid {{0..{config.d}}}², α = {config.alpha}, β = {config.beta}, δ = {config.delta:g}; {config.trials} trials per point",
+    )
+
+
+register_experiment(
+    "geometry",
+    geometry,
+    description="convex k-gon / union-of-polygons learners (KMMS): exact error against n, next to Thm 4.7 (no LR oracle)",
     default_users=None,
     uses_oracle=False,
     default_epsilon=None,

@@ -245,7 +245,7 @@ async def rr_demo(oracle: LROracle, args: ExperimentArgs) -> ExperimentResult:
         m = len(reports.values)
         estimate = float(rr.estimate(reports.values).mean()) if m else math.nan
         std = math.sqrt(float(rr.variance(np.array(RR_DEMO_P))) / m) if m else math.nan
-        missing = len(reports.users) - m
+        missing = len(reports.asked) - m
         rows.append((f"{eps:.4g}", m, f"{estimate:.4f}", f"{RR_DEMO_P:.4f}", f"{abs(estimate - RR_DEMO_P):.4f}", f"{std:.4f}", missing))
         args.progress(k + 1, len(epsilons))
     return ExperimentResult(

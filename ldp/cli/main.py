@@ -6,14 +6,17 @@ Commands:
   starts the aggregator and P client processes on 127.0.0.1 (a free port, spawned fresh
   interpreters), shows progress, prints the result table, and shuts everything down. Experiments
   over many populations (``separation``) keep one cluster and load each population into it;
-  experiments that do not use the LR oracle run in process.
+  experiments that do not use the LR oracle run in process. ``--launcher ray [--ray-address ADDR]
+  [--tls DIR --token-file F | --client-name NAME]`` has Ray place the client processes as tasks on
+  a Ray cluster instead (``ldp.wire.ray_launcher``; ``pip install 'ldp[ray]'``).
 - ``ldp-sim serve --bind HOST:PORT EXPERIMENT [...]`` runs the aggregator side alone: waits until
   client processes (started with ``ldp-sim clients``, possibly on other machines) hold every user,
   runs the experiment, sends Close.
 - ``ldp-sim clients --connect HOST:PORT (--population SPEC.json | --data FILE [--schema S.json])
   --budget E [--key-file F] [--ledger PATH] --shard K/M --processes P`` runs P client processes
   that together hold machine shard K of M (users [n·K/M, n·(K+1)/M)) of *their own* data: the
-  users' side is configured here, never by the aggregator (docs/design.md §2a).
+  users' side is configured here, never by the aggregator (docs/design.md §2a). With ``--ray
+  [--ray-address ADDR]`` Ray places the P processes on the nodes of a Ray cluster instead.
 - ``ldp-sim population EXPERIMENT [--users N] [--seed S] --out SPEC.json`` writes the population
   spec of an experiment (the experiment's secret: records and report keys follow from it; the
   seed is random unless ``--seed`` is given, so nobody can guess it) for
@@ -271,6 +274,14 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--transport", choices=("grpc", "inprocess"), default=None, help="grpc (default) or inprocess (the only one for experiments without an LR oracle)"
     )
+    run.add_argument(
+        "--launcher", choices=("local", "ray"), default="local",
+        help="who places the client processes: local (default: on this machine) or ray (tasks on a Ray cluster; pip install 'ldp[ray]')",
+    )
+    run.add_argument("--ray-address", metavar="ADDR", default=None, help="with --launcher ray: the cluster (auto, or the head's HOST:6379; default: start a local one)")
+    run.add_argument("--tls", type=_existing_dir("the --tls directory"), metavar="DIR", help="with --launcher ray: serve over TLS with DIR from `ldp-sim certs`; each client task gets ca.pem and its enrolment")
+    run.add_argument("--token-file", type=_existing_file("the token file"), metavar="F", help="with --launcher ray --tls: enrol the client tasks by this token")
+    run.add_argument("--client-name", metavar="NAME", help="with --launcher ray --tls: the client certificate DIR/client-NAME.pem every client task presents (mTLS)")
     serve = sub.add_parser("serve", help="run the aggregator for remote client processes")
     serve.add_argument("--bind", type=_host_port, required=True, help="HOST:PORT to listen on (port 0: any free port)")
     _experiment_arguments(serve)
@@ -297,6 +308,11 @@ def _parser() -> argparse.ArgumentParser:
         help="standby sweeps: drop a population's in-memory ledgers when the next is loaded, and refuse to load it again",
     )
     clients.add_argument("--tls", type=_existing_dir("the --tls directory"), metavar="DIR", help="connect over TLS with the files in DIR (ca.pem, and client-NAME.* or the token)")
+    clients.add_argument(
+        "--ray", action="store_true",
+        help="have Ray place the P client processes on the nodes of a Ray cluster (pip install 'ldp[ray]'); --data paths must exist on every node; no --ledger",
+    )
+    clients.add_argument("--ray-address", metavar="ADDR", default=None, help="with --ray: the cluster (auto, or the head's HOST:6379; default: start a local one)")
     clients.add_argument("--client-name", metavar="NAME", help="with --tls: this machine's client certificate DIR/client-NAME.pem (mTLS)")
     clients.add_argument("--token-file", type=_existing_file("the token file"), metavar="F", help="with --tls: the enrolment token (token mode)")
     certs = sub.add_parser("certs", help="make a CA, a server certificate and client certificates (or a token) for TLS")
@@ -324,6 +340,10 @@ def _parser() -> argparse.ArgumentParser:
     lab.add_argument("--transport", choices=("grpc", "inprocess"), default="grpc", help="grpc (default) or inprocess")
     lab.add_argument("--no-solutions", action="store_true", help="print the exercises without solving them (same as LDP_SOLUTIONS=0)")
     lab.add_argument("--out", default="results/labs", help="where figures are saved (default results/labs)")
+    from ldp.classroom.cli import add_classroom_arguments, add_join_arguments
+
+    add_classroom_arguments(sub.add_parser("classroom", help="teach a class: aggregator, live dashboard and scripted lessons (docs/classroom.md)"))
+    add_join_arguments(sub.add_parser("join", help="join a classroom from a student's machine (docs/classroom.md)"))
     return parser
 
 
@@ -467,6 +487,7 @@ async def _run(ns: argparse.Namespace, console: Console) -> int:
     transport = ns.transport or "grpc"
     if transport == "grpc" and ns.processes < 1:
         raise ParameterError(f"--processes must be ≥ 1, got {ns.processes}")
+    _check_launcher(ns, transport)
     if exp.mode == "factory":
         return await _run_factory(ns, console, bar, task, exp, args, transport)
     assert exp.population is not None
@@ -481,12 +502,50 @@ async def _run(ns: argparse.Namespace, console: Console) -> int:
         else:
             from ldp.wire.launcher import launch_local
 
-            bar.update(task, description=f"{exp.name}: starting {ns.processes} client process(es)")
-            async with launch_local(spec, processes=ns.processes) as grpc_oracle:
-                bar.update(task, description=f"{exp.name} (gRPC, {ns.processes} process(es))")
+            bar.update(task, description=f"{exp.name}: starting {ns.processes} client process(es){_where(ns)}")
+            launched = launch_local(spec, processes=ns.processes) if ns.launcher == "local" else _launch_ray(ns, spec)
+            async with launched as grpc_oracle:
+                bar.update(task, description=f"{exp.name} (gRPC, {ns.processes} process(es){_where(ns)})")
                 result = await exp.runner(grpc_oracle, args)
     _print_result(console, result, time.perf_counter() - start)
     return 0
+
+
+def _check_launcher(ns: argparse.Namespace, transport: str) -> None:
+    """`run --launcher ray` and its options: each only where it applies (one clear line)."""
+    ray_only = [flag for flag, value in (("--ray-address", ns.ray_address), ("--tls", ns.tls), ("--token-file", ns.token_file), ("--client-name", ns.client_name)) if value is not None]
+    if ns.launcher != "ray" and ray_only:
+        raise ParameterError(f"{ray_only[0]} applies to --launcher ray only")
+    if ns.launcher == "ray":
+        if transport != "grpc":
+            raise ParameterError("--launcher ray places client processes: it needs --transport grpc")
+        if ns.tls is None and (ns.token_file or ns.client_name):
+            raise ParameterError("--token-file and --client-name need --tls DIR")
+        if ns.tls is not None and ns.token_file is None and ns.client_name is None:
+            raise ParameterError("--tls with --launcher ray needs --token-file F (token mode) or --client-name NAME (mTLS)")
+        from ldp.wire.ray_launcher import import_ray
+
+        import_ray()  # not installed: one line saying `pip install 'ldp[ray]'`, before anything starts
+
+
+def _where(ns: argparse.Namespace) -> str:
+    return ", placed by Ray" if ns.launcher == "ray" else ""
+
+
+def _ray_options(ns: argparse.Namespace) -> dict[str, Any]:
+    return {"address": ns.ray_address, "tls": ns.tls, "token_file": ns.token_file, "client_name": ns.client_name}
+
+
+def _launch_ray(ns: argparse.Namespace, spec: Any) -> Any:
+    from ldp.wire.ray_launcher import launch_ray
+
+    return launch_ray(spec, processes=ns.processes, **_ray_options(ns))
+
+
+def _ray_factory(ns: argparse.Namespace) -> Any:
+    from ldp.wire.ray_launcher import ray_oracle_factory
+
+    return ray_oracle_factory(ns.processes, **_ray_options(ns))
 
 
 async def _run_factory(
@@ -504,9 +563,10 @@ async def _run_factory(
         else:
             from ldp.wire.launcher import grpc_oracle_factory
 
-            bar.update(task, description=f"{exp.name} (gRPC: starting {ns.processes} client process(es))")
-            async with grpc_oracle_factory(ns.processes) as factory:
-                factory.on_launch = lambda oracle: bar.update(task, description=f"{exp.name} (gRPC, {ns.processes} process(es))")
+            bar.update(task, description=f"{exp.name} (gRPC: starting {ns.processes} client process(es){_where(ns)})")
+            cluster = grpc_oracle_factory(ns.processes) if ns.launcher == "local" else _ray_factory(ns)
+            async with cluster as factory:
+                factory.on_launch = lambda oracle: bar.update(task, description=f"{exp.name} (gRPC, {ns.processes} process(es){_where(ns)})")
                 result = await exp.runner(factory, args)
                 summary = (
                     f"{factory.populations} population(s) served by {ns.processes} client process(es) "
@@ -523,6 +583,8 @@ def _run_standalone(ns: argparse.Namespace, console: Console) -> int:
     bar = _progress(console)
     task = bar.add_task(f"{ns.experiment} (in process)", total=None)
     exp, args = _bar_args(ns, bar, task)
+    if getattr(ns, "launcher", "local") != "local":
+        raise ParameterError(f"{exp.name} uses no LR oracle and no client process: it runs in process (drop --launcher {ns.launcher})")
     start = time.perf_counter()
     with bar:
         result = exp.runner(args)
@@ -666,6 +728,10 @@ def _clients(ns: argparse.Namespace, console: Console) -> int:
         raise ParameterError("--client-name and --token-file need --tls DIR")
     k, m = ns.shard
     claims = [ShardClaim(k, m, j, ns.processes) for j in range(ns.processes)]
+    if ns.ray_address is not None and not ns.ray:
+        raise ParameterError("--ray-address applies to --ray only")
+    if ns.ray:
+        return _ray_clients(ns, claims, config)
     procs = spawn_clients(
         ns.connect, claims, config, capture_stderr=False, connect_timeout_s=ns.connect_timeout, extra_args={c.key: tls_args for c in claims}
     )
@@ -686,6 +752,25 @@ def _clients(ns: argparse.Namespace, console: Console) -> int:
     return code
 
 
+def _ray_clients(ns: argparse.Namespace, claims: list[Any], config: Any) -> int:
+    """`ldp-sim clients --ray`: the same client processes, placed by Ray (ldp.wire.ray_launcher)."""
+    from ldp.wire.launcher import clients_exit_code
+    from ldp.wire.ray_launcher import RayClient, run_ray_clients
+
+    def ended(c: RayClient) -> None:
+        print(f"ldp-sim clients: {c.describe()}", file=sys.stderr, flush=True)
+
+    codes = run_ray_clients(
+        ns.connect, claims, config, address=ns.ray_address, tls=ns.tls, token_file=ns.token_file, client_name=ns.client_name,
+        connect_timeout_s=ns.connect_timeout, on_exit=ended,
+    )
+    code = clients_exit_code(codes)
+    if code:
+        bad = sum(c != 0 for c in codes)
+        print(f"ldp-sim clients: exit {code}: {bad} of {len(codes)} client process(es) placed by Ray did not end normally", file=sys.stderr, flush=True)
+    return code
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     console = Console(stderr=False)
     if not console.is_terminal:  # piped to a file: no terminal width to respect, keep rows whole
@@ -701,6 +786,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _clients(ns, console)
         if ns.command == "lab":
             return _lab(ns, console)
+        if ns.command == "classroom":
+            from ldp.classroom.teacher import run_classroom
+
+            return run_classroom(ns)
+        if ns.command == "join":
+            from ldp.classroom.student import run_join
+
+            return run_join(ns)
         _load_experiment_modules()
         if ns.command == "population":
             return _population(ns, console)

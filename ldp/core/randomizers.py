@@ -169,12 +169,27 @@ def _rr_draw(idx: np.ndarray, bits: np.ndarray, a: int, b: int) -> np.ndarray:
     All uint64 integer operations; X − A wraps around for kept users, so it is masked to 0 there.
     """
     x = np.asarray(bits, dtype=np.uint64)
-    idx = np.asarray(idx, dtype=np.int64)
+    idx = np.asarray(idx, dtype=np.int64).astype(np.uint64, copy=False)  # inputs are indices ≥ 0
     a64 = np.uint64(a)
+    if a + b == TWO64:  # k = 2: j is always 0, so a flip reports 1 − idx = idx XOR 1
+        return (idx ^ (x >= a64)).view(np.int64)
     keep = x < a64
-    offset = np.where(keep, np.uint64(0), x - a64)
-    j = (offset // np.uint64(b)).astype(np.int64)
-    return np.where(keep, idx, j + (j >= idx))
+    j = x - a64  # wraps for kept users; their j is overwritten below
+    j //= np.uint64(b)
+    j += j >= idx
+    np.copyto(j, idx, where=keep)
+    return j.view(np.int64)
+
+
+def _member(values: np.ndarray, domain: np.ndarray) -> np.ndarray:
+    """``np.isin(values, domain)``; for a small domain by equality passes (3× faster than isin's
+    sort at 10^6 values, and no temporaries beyond the mask)."""
+    if len(domain) > 8:
+        return np.isin(values, domain)
+    ok = np.zeros(values.shape, dtype=bool)
+    for d in domain:
+        ok |= values == d
+    return ok
 
 
 def _first_bad(values: np.ndarray, ok: np.ndarray) -> object:
@@ -243,7 +258,7 @@ class Randomizer(ABC):
             if not finite.all():
                 raise ParameterError(f"{self.kind}: input {_first_bad(v, finite)!r} is not a finite number")
             return np.clip(v, domain.low, domain.high)
-        ok = np.isin(v, domain)
+        ok = _member(v, np.asarray(domain))
         if not ok.all():
             shown = ", ".join(f"{x:g}" for x in np.asarray(domain)[:8]) + (", ..." if len(domain) > 8 else "")
             raise ParameterError(f"{self.kind}: input {_first_bad(v, ok)!r} is not in its domain {{{shown}}}")
@@ -363,9 +378,10 @@ class BinaryRandomizedResponse(Randomizer):
         return self.cell_sizes[1] / TWO64
 
     def sample(self, inputs: np.ndarray, randomness: Draws) -> np.ndarray:
-        a, b = self.cell_sizes
-        idx = (np.asarray(inputs) != 0).astype(np.int64)
-        return _rr_draw(idx, randomness.bits(0), a, b).astype(np.uint8)
+        # _rr_draw at k = 2, in two vectorized passes: flip (report 1 − u) iff X ≥ A.
+        a, _ = self.cell_sizes
+        flip = randomness.bits(0) >= np.uint64(a)
+        return ((np.asarray(inputs) != 0) ^ flip).view(np.uint8)
 
     def log_prob(self, u: np.ndarray | float, w: np.ndarray | float) -> np.ndarray:
         a, b = self.cell_sizes
@@ -522,8 +538,14 @@ class KaryRandomizedResponse(Randomizer):
 
     def _index(self, values: np.ndarray) -> np.ndarray:
         cats = np.asarray(self.categories)
-        idx = np.clip(np.searchsorted(cats, values), 0, self.k - 1)
-        if not np.array_equal(cats[idx], values):
+        if self.k <= 4:  # a few comparisons beat a binary search: idx = #{categories below the value}
+            idx = np.zeros(len(values), dtype=np.int64)
+            for c in cats[:-1]:
+                idx += values > c
+        else:
+            idx = np.searchsorted(cats, values)
+            np.minimum(idx, self.k - 1, out=idx)
+        if not (cats[idx] == values).all():
             raise ParameterError(f"kary_rr: an input is not one of the categories {self.categories[:8]}")
         return idx
 
@@ -1169,10 +1191,20 @@ class PlusMinusRandomizedResponse(Randomizer):
         """T(u) ∈ [T_lo, T_hi] (int64): Pr[+M | u] = T(u)/2^53."""
         t_lo, t_hi = self.thresholds
         b = self.bound
-        x = np.clip(np.nan_to_num(np.asarray(u, dtype=np.float64)), -b, b)
-        frac = (x + b) / (2.0 * b)
-        t = t_lo + np.floor(frac * float(t_hi - t_lo) + 0.5)
-        return np.clip(t, t_lo, t_hi).astype(np.int64)
+        # t_lo + floor((clip(x) + b)/(2b)·(t_hi − t_lo) + 0.5), clipped to [t_lo, t_hi]: the same
+        # float operations in the same order, in place (one array instead of six).
+        given = np.array(u, dtype=np.float64, copy=True)
+        x = np.nan_to_num(given.reshape(-1), copy=False)  # 1-D, so the in-place ufuncs also take a scalar
+        np.clip(x, -b, b, out=x)
+        x += b
+        x /= 2.0 * b
+        x *= float(t_hi - t_lo)
+        x += 0.5
+        np.floor(x, out=x)
+        x += t_lo
+        np.clip(x, t_lo, t_hi, out=x)
+        t = x.astype(np.int64).reshape(given.shape)
+        return t if t.ndim else t[()]
 
     def sample(self, inputs: np.ndarray, randomness: Draws) -> np.ndarray:
         plus = (randomness.bits(0) >> _S11).astype(np.int64) < self._threshold(inputs)
@@ -1290,26 +1322,41 @@ class RecordRandomizedResponse(Randomizer):
         x = np.asarray(values)
         if x.ndim != 2 or x.shape[1] != self.width:
             raise ParameterError(f"record_rr takes records of width {self.width}; got an array of shape {x.shape}")
-        xf = x.astype(np.float64)
-        low, high, step = (np.asarray(v, dtype=np.float64) for v in (self.low, self.high, self._step()))
-        with np.errstate(invalid="ignore"):
-            ok = np.isfinite(xf) & (xf >= low) & (xf <= high) & (np.mod(xf - low, step) == 0)
+        if x.dtype.kind in "iu":  # records: integer comparisons, no float copy of the records
+            low, high, step = (np.asarray(v, dtype=np.int64) for v in (self.low, self.high, self._step()))
+            ok = (x >= low) & (x <= high)
+            if (step != 1).any():
+                ok &= (x - low) % step == 0
+        else:
+            xf = x.astype(np.float64)
+            low_f, high_f, step_f = (np.asarray(v, dtype=np.float64) for v in (self.low, self.high, self._step()))
+            with np.errstate(invalid="ignore"):
+                ok = np.isfinite(xf) & (xf >= low_f) & (xf <= high_f) & (np.mod(xf - low_f, step_f) == 0)
         if not ok.all():
             i, j = map(int, np.argwhere(~ok)[0])
             raise ParameterError(
                 f"record_rr: column {j} value {x[i, j].item()!r} is not in {{{self.low[j]}, {self.low[j] + self._step()[j]}, ..., {self.high[j]}}}"
             )
-        return x.astype(np.int64)
+        # Checked integers are passed on as they are (the records' own dtype: no int64 copy).
+        return x if x.dtype.kind in "iu" else x.astype(np.int64)
 
     def sample(self, inputs: np.ndarray, randomness: Draws) -> np.ndarray:
-        x = np.asarray(inputs, dtype=np.int64)
-        low = np.asarray(self.low, dtype=np.int64)
-        step = self._step()
-        out = np.empty_like(x)
+        x = np.asarray(inputs)
+        out = np.empty(x.shape, dtype=self.report_dtype)
         for j, (a, b) in enumerate(self.column_cells):  # one 64-bit draw per column
-            idx = (x[:, j] - low[j]) // step[j]
-            out[:, j] = _rr_draw(idx, randomness.bits(j), a, b) * step[j] + low[j]
-        return out.astype(self.report_dtype)
+            low, step = int(self.low[j]), int(self._step()[j])
+            idx = x[:, j].astype(np.int64)
+            if low:
+                idx -= low
+            if step != 1:
+                idx //= step
+            report = _rr_draw(idx, randomness.bits(j), a, b)
+            if step != 1:
+                report *= step
+            if low:
+                report += low
+            out[:, j] = report
+        return out
 
     def log_prob(self, u: np.ndarray | float, w: np.ndarray | float) -> np.ndarray:
         cells = self.column_cells
@@ -1477,6 +1524,19 @@ def _build_record(spec: RandomizerSpec, query: Query) -> Randomizer:
     return RecordRandomizedResponse(spec.epsilon, tuple(low.tolist()), tuple(high.tolist()), tuple(step.tolist()))
 
 
+def _build_mean(spec: RandomizerSpec, query: Query) -> Randomizer:
+    from ldp.core.mean_estimation import HybridRandomizer, PiecewiseRandomizer  # imports this module
+
+    make = PiecewiseRandomizer if spec.kind == "piecewise" else HybridRandomizer
+    return make(spec.epsilon, query.bound if query.bound > 0 else 1.0, spec.params.get("steps"))
+
+
+def _build_frequency(spec: RandomizerSpec, query: Query) -> Randomizer:
+    from ldp.core.frequency_oracles import build_frequency_oracle  # imports this module
+
+    return build_frequency_oracle(spec, query)
+
+
 _BUILDERS = {
     "binary_rr": _build_binary,
     "kary_rr": _build_kary,
@@ -1484,6 +1544,14 @@ _BUILDERS = {
     "discrete_laplace": _build_discrete_laplace,
     "pm_rr": _build_pm,
     "record_rr": _build_record,
+    "piecewise": _build_mean,  # ldp.core.mean_estimation (Wang et al. 2019)
+    "hybrid": _build_mean,
+    "oue": _build_frequency,  # ldp.core.frequency_oracles (Wang et al. 2017; Acharya et al. 2019)
+    "sue": _build_frequency,
+    "olh": _build_frequency,
+    "hadamard_response": _build_frequency,
+    "subset_selection": _build_frequency,
+    "adaptive_fo": _build_frequency,
 }
 _RECORD_KINDS = frozenset({"record_rr"})  # kinds whose input is a whole record (width = schema width)
 _UNAUDITED_KINDS = frozenset({"laplace"})
@@ -1504,7 +1572,7 @@ def randomizer_kinds() -> list[str]:
     --------
     >>> import ldp
     >>> ldp.randomizer_kinds()
-    ['binary_rr', 'discrete_laplace', 'kary_rr', 'laplace', 'pm_rr', 'record_rr']
+    ['adaptive_fo', 'binary_rr', 'discrete_laplace', 'hadamard_response', 'hybrid', 'kary_rr', 'laplace', 'olh', 'oue', 'piecewise', 'pm_rr', 'record_rr', 'subset_selection', 'sue']
     """
     return sorted(_BUILDERS)
 

@@ -33,7 +33,7 @@ import hashlib
 import os
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
@@ -91,6 +91,14 @@ def _cipher(key: bytes) -> Cipher[modes.ECB]:
     return Cipher(algorithms.AES(key), modes.ECB())
 
 
+@lru_cache(maxsize=256)
+def _encryptor(key: bytes) -> Any:
+    """One ECB encryption context per key, reused: ECB keeps no state between whole blocks (every
+    call feeds whole 16-byte blocks), so reuse gives the same bytes as a fresh context, without
+    the ≈ 40 µs of making one per call (a 10^8-user round draws in 1,500 chunks)."""
+    return _cipher(key).encryptor()
+
+
 def prf_words(key: bytes, users: np.ndarray, counters: np.ndarray | int, draw: int) -> np.ndarray:
     """AES_key(user ‖ counter ‖ draw) for every user: one uniformly random uint64 each.
 
@@ -102,12 +110,17 @@ def prf_words(key: bytes, users: np.ndarray, counters: np.ndarray | int, draw: i
     n = len(users)
     blocks = np.empty((n, 2), dtype="<u8")
     blocks[:, 0] = users
-    blocks[:, 1] = (np.asarray(counters, dtype=np.uint64) << _S16) | np.uint64(draw)
+    if np.ndim(counters) == 0:
+        blocks[:, 1] = (int(counters) << DRAW_BITS) | int(draw)
+    else:  # in place: no temporaries of 8 bytes per user
+        np.left_shift(np.asarray(counters, dtype=np.uint64), _S16, out=blocks[:, 1])
+        if draw:
+            blocks[:, 1] |= np.uint64(draw)
     # update_into writes the ciphertext straight into a numpy buffer: no bytes objects, no copies
     # (8× faster than update() at 10^6 blocks). Its output needs room for one extra block.
     out = np.empty(2 * n + 2, dtype="<u8")
     if n:
-        _cipher(key).encryptor().update_into(blocks.data.cast("B"), out.data.cast("B"))
+        _encryptor(key).update_into(blocks.data.cast("B"), out.data.cast("B"))
     return out[: 2 * n : 2].view(np.uint64)
 
 

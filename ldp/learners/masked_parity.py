@@ -65,7 +65,7 @@ from ldp.core.queries import QuerySpec, affine, conjunction, label_query, parity
 from ldp.core.randomizers import BinaryRandomizedResponse, LocalRandomizer, RandomizerSpec, RecordRandomizedResponse
 from ldp.core.schema import Schema
 from ldp.learners.results import LearnerResult
-from ldp.local.messages import SessionKind, Status
+from ldp.local.messages import SessionKind
 from ldp.local.oracle import LROracle, Reports
 from ldp.local.session import Request, Session
 from ldp.sq.bounds import users_per_query
@@ -297,8 +297,12 @@ def lni_users_for(d: int, epsilon: float, success: float = 0.95) -> int:
 
 
 def _group_values(reports: Reports, lo: int, hi: int) -> np.ndarray:
-    """The answered reports of users lo..hi−1 of one request."""
-    answered = reports.users[reports.status == Status.ANSWERED]
+    """The answered reports of users lo..hi−1 of one request (a slice when a range of users was
+    asked and all of them answered: no id array or mask over the 10^7–10^8 a-users)."""
+    asked = reports.asked
+    if asked.ids is None and len(reports.values) == len(asked):  # everyone answered, in user order
+        return reports.values[max(lo, asked.start) - asked.start : max(min(hi, asked.stop), asked.start) - asked.start]
+    answered = reports.answered_users
     return reports.values[(answered >= lo) & (answered < hi)]
 
 

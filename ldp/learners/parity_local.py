@@ -24,7 +24,7 @@ from ldp.core.errors import ParameterError
 from ldp.core.queries import QuerySpec, affine, label_query, parity, product, user_parity, user_parity_candidate
 from ldp.core.randomizers import BinaryRandomizedResponse, RandomizerSpec
 from ldp.learners.results import LearnerResult
-from ldp.local.messages import SessionKind, Status
+from ldp.local.messages import SessionKind
 from ldp.local.oracle import LROracle
 from ldp.local.session import Request, Session
 from ldp.sq.bounds import users_per_query
@@ -67,7 +67,7 @@ async def learn_parity_local(
         raise ParameterError(f"users must be in [1, {available}], got {users}")
     session = Session(lr, SessionKind.NON_INTERACTIVE, name=name)
     (rep,) = await session.round([Request.of(range(first_user, first_user + n), RandomizerSpec("binary_rr", correlation_family(first_user, n), epsilon))])
-    answered = rep.users[rep.status == Status.ANSWERED]
+    answered = rep.answered_users
     candidate = user_parity_candidate(answered - first_user, n, 2**d)
     estimates = BinaryRandomizedResponse(epsilon).estimate(rep.values)
     sums = np.bincount(candidate, weights=estimates, minlength=2**d)

@@ -291,11 +291,12 @@ def _log_row(key: int, charge: Charge) -> tuple[int, int, int, bytes | None, byt
     accepted = charge.accepted
     if not accepted.any():
         return None
-    users = charge.users
-    span = charge.span if charge.span is not None else _span(users)
+    users = charge.ids() if charge.span is None else None
+    span = charge.span if users is None else _span(users)
     if span is not None:
         (first, stop), ids = span, None
     else:
+        assert users is not None
         first, stop, ids = int(users.min()), int(users.max()) + 1, users.astype(_I8).tobytes()
     bits = None if accepted.all() else np.packbits(accepted).tobytes()
     return key, first, stop, ids, bits, int(charge.units)

@@ -224,6 +224,15 @@ class RoundRequest:
     deadline_s: float = 30.0  # seconds from sending; a shard that misses it is reported missing
 
 
+def refusals(refused: np.ndarray) -> int:
+    """How many users a refusal mask flags. A zero-stride view (what a shard sends when nobody
+    was refused) holds one value, so it is read once rather than n times."""
+    mask = np.asarray(refused, dtype=bool)
+    if mask.ndim == 1 and mask.size and mask.strides[0] == 0:
+        return mask.size if bool(mask[0]) else 0
+    return int(np.count_nonzero(mask))
+
+
 @dataclass(frozen=True)
 class Result:
     """A shard's answer to one assignment. ``values`` holds reports of the accepted users only,

@@ -24,7 +24,7 @@ from ldp.core.errors import ParameterError
 from ldp.core.population import PopulationDescription, PopulationSpec
 from ldp.core.randomizers import RandomizerSpec
 from ldp.local.ledger_store import LedgerStore
-from ldp.local.messages import Assignment, RoundReply, RoundRequest, Status, Users
+from ldp.local.messages import Assignment, RoundReply, RoundRequest, Status, Users, refusals
 from ldp.local.shard import Shard
 
 if TYPE_CHECKING:
@@ -56,8 +56,8 @@ class Reports:
         The request's id (derived from session, round and position).
     randomizer : RandomizerSpec
         The randomizer the users were asked to run.
-    users : numpy.ndarray
-        The users asked, in the order requested.
+    asked : Users or numpy.ndarray
+        The users asked, in the order requested (``users`` reads them as an id array).
     status : numpy.ndarray
         uint8 ``Status`` per user asked.
     values : numpy.ndarray
@@ -82,26 +82,42 @@ class Reports:
 
     request_id: int
     randomizer: RandomizerSpec
-    users: np.ndarray
+    asked: Users
     status: np.ndarray  # uint8 Status per user
     values: np.ndarray
     errors: tuple[str, ...] = field(default_factory=tuple)
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.asked, Users):  # an id array (in request order) is accepted too
+            object.__setattr__(self, "asked", Users(0, 0, np.asarray(self.asked, dtype=np.int64).ravel()))
+
+    @property
+    def users(self) -> np.ndarray:
+        """The users asked, in the order requested (a range is materialized only when read: a
+        10^8-user round keeps 1 byte per user, its status, beside the reports)."""
+        return self.asked.array()
+
+    def _with(self, status: Status) -> np.ndarray:
+        hit = self.status == status
+        if self.asked.ids is None:  # a range: positions + start, never the whole id array
+            return np.flatnonzero(hit) + self.asked.start
+        return self.asked.ids[hit]
+
     @property
     def answered_users(self) -> np.ndarray:
-        return self.users[self.status == Status.ANSWERED]
+        return self._with(Status.ANSWERED)
 
     @property
     def refused_users(self) -> np.ndarray:
-        return self.users[self.status == Status.REFUSED]
+        return self._with(Status.REFUSED)
 
     @property
     def missing_users(self) -> np.ndarray:
-        return self.users[self.status == Status.MISSING]
+        return self._with(Status.MISSING)
 
     @property
     def error_users(self) -> np.ndarray:
-        return self.users[self.status == Status.ERROR]
+        return self._with(Status.ERROR)
 
     def counts(self) -> dict[str, int]:
         """How many users asked ended in each ``Status``.
@@ -121,7 +137,7 @@ class Reports:
         >>> reports.counts()
         {'answered': 100, 'refused': 0, 'missing': 0, 'error': 0}
         """
-        return {s.name.lower(): int(np.sum(self.status == s)) for s in Status}
+        return {s.name.lower(): int(n) for s, n in zip(Status, _tally(self.status))}
 
 
 def _union(ranges: Sequence[ShardRange]) -> list[tuple[int, int]]:
@@ -168,6 +184,25 @@ def split_round(request: RoundRequest, shards: list[ShardRange], departed: Seque
     }
 
 
+def _tally(status: np.ndarray, block: int = 1 << 22) -> np.ndarray:
+    """How many entries of a uint8 ``Status`` array hold each status, in cache-sized blocks
+    without widening the array: when every user answered (status all 0), one count."""
+    tally = np.zeros(len(Status), dtype=np.int64)
+    others = int(np.count_nonzero(status))
+    tally[Status.ANSWERED] = len(status) - others
+    if others:
+        for lo in range(0, len(status), block):
+            part = status[lo : lo + block]
+            for s in (Status.REFUSED, Status.MISSING, Status.ERROR):
+                tally[s] += int(np.count_nonzero(part == s))
+    return tally
+
+
+def _overlap(lo: int, hi: int, spans: Sequence[tuple[int, int]]) -> int:
+    """How many of the integers in [lo, hi) lie in the disjoint intervals ``spans``."""
+    return sum(max(0, min(hi, b) - max(lo, a)) for a, b in spans)
+
+
 def assemble_round(
     request: RoundRequest,
     sent: dict[str, RoundRequest],
@@ -181,81 +216,106 @@ def assemble_round(
     and why (for a departed one, its user range). A round-level or assignment-level error marks
     the users ERROR and keeps the message. A result whose refusal flags or reports do not fit
     the users asked is an ERROR too (the transport checks replies first; this never raises).
+
+    Cost: each shard's assignments and results are indexed by request id once (a round of m
+    requests is O(m), not O(m²)). A range request (the common case) is O(n) with no sort and no
+    id array: each shard's part is a slice, its status is written in place and the reports are
+    concatenated in shard order, so beside the reports the aggregator keeps 1 byte per user
+    (``status``). A request naming ids places each shard's ids by a search in the sorted ids.
     """
     gone = {d.key: d for d in departed}
+    asked_of = {key: {x.request_id: x for x in r.assignments} for key, r in sent.items()}
+    results_of = {key: {r.request_id: r for r in reply.results} for key, reply in replies.items() if reply is not None}
     out = []
     for a in request.assignments:
-        users = a.users.array()
-        sorter = None if a.users.ids is None else np.argsort(users, kind="stable")
-        status = np.full(len(users), Status.MISSING, dtype=np.uint8)
-        asked = np.zeros(len(users), dtype=bool)
-        pieces: list[tuple[np.ndarray, np.ndarray]] = []  # (positions of answered users, values)
+        n = len(a.users)
+        ranged = a.users.ids is None
+        ids = a.users.ids
+        sorter = None if ids is None else np.argsort(ids, kind="stable")
+        status = np.full(n, Status.MISSING, dtype=np.uint8)
+        asked_mask = None if ranged else np.zeros(n, dtype=bool)
+        asked_spans: list[tuple[int, int]] = []  # for a range: the [lo, hi) user ids sent to some shard
+        pieces: list[tuple[int, np.ndarray, np.ndarray]] = []  # (first position, positions or None, values)
         errors: list[str] = []
-        for key, shard_request in sent.items():
-            mine = next((x for x in shard_request.assignments if x.request_id == a.request_id), None)
+        for key in sent:
+            mine = asked_of[key].get(a.request_id)
             if mine is None:
                 continue
-            ids = mine.users.array()
-            if a.users.ids is None:
-                idx = ids - a.users.start
+            count = len(mine.users)
+            if ranged:
+                lo = mine.users.start - a.users.start
+                where: slice | np.ndarray = slice(lo, lo + count)
+                asked_spans.append((mine.users.start, mine.users.stop))
             else:  # positions of this shard's ids within the request, vectorized
-                assert sorter is not None  # built above whenever the request names ids
-                idx = sorter[np.searchsorted(users, ids, sorter=sorter)]
-            asked[idx] = True
+                assert ids is not None and sorter is not None and asked_mask is not None
+                where = sorter[np.searchsorted(ids, mine.users.array(), sorter=sorter)]
+                asked_mask[where] = True
             reply = replies.get(key)
             if reply is None:  # stays MISSING
                 if key in gone:
                     d = gone[key]
                     errors.append(
                         f"shard {key} (users {d.first_user}..{d.first_user + d.count - 1}) disconnected before answering "
-                        f"request {a.request_id}: its {len(idx)} user(s) are MISSING"
+                        f"request {a.request_id}: its {count} user(s) are MISSING"
                     )
                 else:
-                    errors.append(f"shard {key} did not answer request {a.request_id} within the {request.deadline_s:g} s deadline: its {len(idx)} user(s) are MISSING")
+                    errors.append(f"shard {key} did not answer request {a.request_id} within the {request.deadline_s:g} s deadline: its {count} user(s) are MISSING")
                 continue
             if reply.error:
-                status[idx] = Status.ERROR
+                status[where] = Status.ERROR
                 errors.append(reply.error)
                 continue
-            result = next((r for r in reply.results if r.request_id == a.request_id), None)
+            result = results_of[key].get(a.request_id)
             if result is None or result.error:
-                status[idx] = Status.ERROR
+                status[where] = Status.ERROR
                 errors.append(result.error if result is not None else f"shard {key} did not answer request {a.request_id}")
                 continue
             refused = np.asarray(result.refused, dtype=bool)
             values = np.asarray(result.values)
             problem = ""
-            if refused.shape != (len(idx),) or values.ndim not in (1, 2) or len(values) != int(np.count_nonzero(~refused)):
-                problem = f"shard {key} answered request {a.request_id} with {refused.size} refusal flag(s) and {len(values)} report(s) for its {len(idx)} user(s)"
-            elif pieces and (values.dtype != pieces[0][1].dtype or values.shape[1:] != pieces[0][1].shape[1:]):
+            if refused.shape != (count,) or values.ndim not in (1, 2) or len(values) != count - refusals(refused):
+                problem = f"shard {key} answered request {a.request_id} with {refused.size} refusal flag(s) and {len(values)} report(s) for its {count} user(s)"
+            elif pieces and (values.dtype != pieces[0][2].dtype or values.shape[1:] != pieces[0][2].shape[1:]):
                 problem = f"shard {key} sent reports of dtype {values.dtype.str} and shape {values.shape[1:]} for request {a.request_id}, unlike the other shards'"
             if problem:
-                status[idx] = Status.ERROR
+                status[where] = Status.ERROR
                 errors.append(problem)
                 continue
-            status[idx] = np.where(refused, Status.REFUSED, Status.ANSWERED)
-            pieces.append((idx[~refused], values))
-        if gone and not asked.all():
-            for d in gone.values():  # users only a departed shard held: never sent, MISSING
-                inside = (users >= d.first_user) & (users < d.first_user + d.count) & ~asked
-                lost = int(np.count_nonzero(inside))
-                if lost:
-                    errors.append(
-                        f"shard {d.key} (users {d.first_user}..{d.first_user + d.count - 1}) disconnected earlier: "
-                        f"{lost} user(s) of request {a.request_id} are MISSING"
-                    )
-        values = _merge_values(len(users), pieces)
-        out.append(Reports(a.request_id, a.randomizer, users, status, values, tuple(dict.fromkeys(errors))))
+            # ANSWERED = 0 and REFUSED = 1: the refusal flags are the status, written in place.
+            if isinstance(where, slice):
+                status[where] = refused.view(np.uint8)
+                pieces.append((where.start, np.empty(0, dtype=np.int64), values))
+            else:
+                status[where] = refused.view(np.uint8)
+                pieces.append((0, where[~refused], values))
+        for d in gone.values():  # users only a departed shard held: never sent, MISSING
+            if ranged:
+                lo, hi = max(a.users.start, d.first_user), min(a.users.stop, d.first_user + d.count)
+                lost = max(0, hi - lo) - _overlap(lo, hi, asked_spans)
+            else:
+                assert ids is not None and asked_mask is not None
+                lost = int(np.count_nonzero((ids >= d.first_user) & (ids < d.first_user + d.count) & ~asked_mask))
+            if lost:
+                errors.append(
+                    f"shard {d.key} (users {d.first_user}..{d.first_user + d.count - 1}) disconnected earlier: "
+                    f"{lost} user(s) of request {a.request_id} are MISSING"
+                )
+        values = _merge_values(pieces, ranged)
+        out.append(Reports(a.request_id, a.randomizer, a.users, status, values, tuple(dict.fromkeys(errors))))
     return out
 
 
-def _merge_values(n: int, pieces: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
+def _merge_values(pieces: list[tuple[int, np.ndarray, np.ndarray]], ranged: bool) -> np.ndarray:
+    """The answered users' reports in request order. A range's pieces are disjoint slices: sorted
+    by where they start and concatenated (O(n), no sort of users); ids are merged by position."""
     if not pieces:
         return np.zeros(0)
     if len(pieces) == 1:
-        return pieces[0][1]
-    positions = np.concatenate([p for p, _ in pieces])
-    values = np.concatenate([v for _, v in pieces])
+        return pieces[0][2]
+    if ranged:
+        return np.concatenate([v for _, _, v in sorted(pieces, key=lambda p: p[0])])
+    positions = np.concatenate([p for _, p, _ in pieces])
+    values = np.concatenate([v for _, _, v in pieces])
     return values[np.argsort(positions, kind="stable")]
 
 
@@ -278,7 +338,7 @@ class Transcript:
                         "randomizer": r.randomizer.kind,
                         "query": r.randomizer.query.name,
                         "epsilon": r.randomizer.epsilon,
-                        "users": int(len(r.users)),
+                        "users": len(r.asked),
                         **r.counts(),
                     }
                     for r in reports

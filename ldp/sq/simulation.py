@@ -174,7 +174,7 @@ class SQBackedLROracle(LROracle):
                         f"SQBackedLROracle simulates randomizers with a finite output domain; {a.randomizer.kind!r} is continuous"
                     )
             except LDPError as exc:
-                results[position] = Reports(a.request_id, a.randomizer, users, status, np.zeros(0), (str(exc),))
+                results[position] = Reports(a.request_id, a.randomizer, a.users, status, np.zeros(0), (str(exc),))
                 continue
             charge = self.ledger.charge(users, local.epsilon)
             status = np.where(charge.accepted, Status.ANSWERED, Status.REFUSED).astype(np.uint8)
@@ -245,7 +245,7 @@ class SQBackedLROracle(LROracle):
                 self.report_distance_sum += len(members) * report_distance_bound(self.tolerance, local.epsilon + eps_history, eps_history)
                 self._extend_histories(members, spec_key, outputs[sampled])
             self.reports_simulated += len(answered)
-            out[position] = Reports(a.request_id, a.randomizer, users, status, values.astype(local.report_dtype))
+            out[position] = Reports(a.request_id, a.randomizer, a.users, status, values.astype(local.report_dtype))
         return out
 
     def _extend_histories(self, members: np.ndarray, spec_key: str, outputs: np.ndarray) -> None:

@@ -843,9 +843,13 @@ class GrpcAggregator:
         shards = self.shards
         futs = []
         for s in shards:
-            conn = self._connections[s.key]
-            qid = next(self._ledger_ids)
             fut: asyncio.Future[np.ndarray | None] = loop.create_future()
+            conn = self._connections.get(s.key)
+            if conn is None:  # it left while the queries were being sent: reported below
+                fut.set_result(None)
+                futs.append(fut)
+                continue
+            qid = next(self._ledger_ids)
             fut.add_done_callback(lambda f: f.cancelled() or f.exception())  # a malformed report may go unawaited
             conn.ledger_pending[qid] = fut
             futs.append(fut)

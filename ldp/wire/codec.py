@@ -26,7 +26,7 @@ import numpy as np
 from ldp.core.errors import ParameterError
 from ldp.core.queries import QuerySpec
 from ldp.core.randomizers import LocalRandomizer, RandomizerSpec
-from ldp.local.messages import Assignment, Result, RoundReply, RoundRequest, SessionKind, Users
+from ldp.local.messages import Assignment, Result, RoundReply, RoundRequest, SessionKind, Users, refusals
 from ldp.wire.v1 import aggregator_pb2 as pb
 
 __all__ = [
@@ -225,11 +225,15 @@ def _result_parts(result: Result, chunk_bytes: int) -> list[pb.Result]:
         ]
     # Split by users: each part carries its users' refusal bits and the reports of its accepted
     # users (reports are in user order, so a part's reports are a contiguous slice).
-    accepted_before = np.concatenate([[0], np.cumsum(~refused)])
+    # (a running count per part, not a cumulative sum of 8 bytes per user)
+    everyone = refusals(refused) == 0
+    first = 0  # reports of the users before this part
     out = []
     for lo in range(0, n, users_per_part):
         hi = min(n, lo + users_per_part)
-        vals = values[accepted_before[lo] : accepted_before[hi]]
+        answered = hi - lo if everyone else hi - lo - int(np.count_nonzero(refused[lo:hi]))
+        vals = values[first : first + answered]
+        first += answered
         out.append(
             pb.Result(
                 request_id=result.request_id,
@@ -299,8 +303,10 @@ MAX_ERROR_CHARS = 1000
 # error texts, part overheads. Past it the shard is cut off (docs/protocol.md, "Validation").
 REPLY_SLACK_BYTES = 1 << 20
 REPLY_SLACK_PER_REQUEST = 16 << 10
-# What one received part costs beyond its serialized size (objects, lists), when counting.
+# What one received part, and each result in it, costs beyond its bytes fields (objects, lists,
+# varints), when counting.
 PART_OVERHEAD_BYTES = 256
+RESULT_OVERHEAD_BYTES = 64
 
 
 def clip_text(text: str, limit: int = MAX_ERROR_CHARS) -> str:
@@ -347,6 +353,18 @@ def _inside(values: np.ndarray, domain: np.ndarray | None) -> np.ndarray:
     return ok
 
 
+def _within_run(values: np.ndarray, domain: np.ndarray | None) -> bool:
+    """True when ``domain`` is a run of consecutive integers (binary RR's {0, 1}, a record
+    column) and every integer value lies between its ends: two reductions, about 30× faster
+    than the membership mask at 10^8 one-byte reports. False means: check value by value."""
+    if domain is None or values.dtype.kind not in "iu" or values.size == 0:
+        return False
+    low, high = domain[0], domain[-1]
+    if not (float(low).is_integer() and float(high).is_integer() and high - low + 1 == len(domain)):
+        return False
+    return bool(values.min() >= low and values.max() <= high)
+
+
 def _show_domain(domain: np.ndarray | None) -> str:
     if domain is None:
         return "the finite numbers"
@@ -377,6 +395,8 @@ class ReportFormat:
         """(column, value, domain) of the first report value outside the output domain, or None."""
         columns = [values] if self.width == 0 else [values[:, j] for j in range(self.width)]
         for j, (column, domain) in enumerate(zip(columns, self.domains)):
+            if _within_run(column, domain):
+                continue
             ok = _inside(column, domain)
             if not ok.all():
                 return j, column[int(np.argmin(ok))].item(), domain
@@ -392,6 +412,9 @@ def report_format(spec: RandomizerSpec, schema: Any) -> ReportFormat:
         return ReportFormat(str(spec.kind), None, problem=f"{type(exc).__name__}: {exc}")
     randomizer = local.randomizer
     dtype = np.dtype(local.report_dtype).newbyteorder("<")
+    columns = getattr(randomizer, "report_columns", None)  # frequency oracles: rows of packed bits, or (hash, y)
+    if columns is not None:
+        return ReportFormat(spec.kind, dtype, int(columns), tuple(cast(Any, randomizer).report_domains()))
     factors = randomizer.factors()
     rows = randomizer.input_width > 1 or factors is not None  # record_rr reports rows, even of width 1
     if not rows:
@@ -416,10 +439,11 @@ class Expected:
 class _Answer:
     """One request's answer as it arrives, part by part."""
 
-    __slots__ = ("users", "masks", "values", "error", "failure", "started")
+    __slots__ = ("users", "masks", "values", "error", "failure", "started", "refusals")
 
     def __init__(self) -> None:
         self.users = 0
+        self.refusals = False  # whether any part flagged a refusal (else the flags cost no memory)
         self.masks: list[np.ndarray] = []
         self.values: list[bytes] = []
         self.error = ""  # the client's own error text (prefixed)
@@ -468,17 +492,21 @@ class ReplyCheck:
 
     def add(self, part: pb.RoundReply) -> str:
         """Take one part; '' or, when the reply passed its byte cap, the reason to cut the shard off."""
-        self.bytes += part.ByteSize() + PART_OVERHEAD_BYTES
+        # Counted field by field as they are read (ByteSize() would walk the whole message
+        # again: 3 ms per 10^7 reports), each report buffer read out of the message once.
+        self.bytes += len(part.error) + PART_OVERHEAD_BYTES
         self.parts += 1
-        if self.bytes > self.cap:
-            return (
-                f"shard {self.shard} sent more than {self.cap} bytes in reply to {self.where}, more than its "
-                f"{sum(e.users for e in self.expected.values())} users' reports can need; the connection is closed"
-            )
         if part.error and not self.error:
             self.error = f"shard {self.shard}: {clip_text(part.error)}"
         for result in part.results:
-            self._take(result)
+            values = result.values
+            self.bytes += len(values) + len(result.refused) + len(result.error) + len(result.dtype) + RESULT_OVERHEAD_BYTES
+            if self.bytes > self.cap:
+                return (
+                    f"shard {self.shard} sent more than {self.cap} bytes in reply to {self.where}, more than its "
+                    f"{sum(e.users for e in self.expected.values())} users' reports can need; the connection is closed"
+                )
+            self._take(result, values)
         return ""
 
     def _fail(self, answer: _Answer, reason: str) -> None:
@@ -486,7 +514,7 @@ class ReplyCheck:
             self.failures.append(reason)
         answer.fail(reason)
 
-    def _take(self, r: pb.Result) -> None:
+    def _take(self, r: pb.Result, raw_values: bytes) -> None:
         rid = int(r.request_id)
         expected = self.expected.get(rid)
         if expected is None:
@@ -529,15 +557,20 @@ class ReplyCheck:
         if len(r.refused) != need:
             self._fail(answer, f"{s} sent a refusal bitmap of {len(r.refused)} byte(s) for {count} users of request {rid} (needs {need})")
             return
-        mask = np.unpackbits(np.frombuffer(r.refused, dtype=np.uint8), count=count).astype(bool)
-        answered = count - int(mask.sum())
-        if len(r.values) != answered * fmt.row_bytes:
+        bitmap = np.frombuffer(r.refused, dtype=np.uint8)
+        if bitmap.any():
+            mask = np.unpackbits(bitmap, count=count).astype(bool)
+            answer.refusals = True
+        else:  # nobody refused (the common case): a read-only zero-stride view, no byte per user
+            mask = np.broadcast_to(np.False_, (count,))
+        answered = count - refusals(mask)
+        if len(raw_values) != answered * fmt.row_bytes:
             size = fmt.dtype.itemsize
-            what = f"{len(r.values) // size} values" if len(r.values) % size == 0 else f"{len(r.values)} bytes of reports (not whole values)"
+            what = f"{len(raw_values) // size} values" if len(raw_values) % size == 0 else f"{len(raw_values)} bytes of reports (not whole values)"
             rows = f" (rows of {fmt.width})" if fmt.width else ""
             self._fail(answer, f"{s} sent {what} for {answered} answered users of request {rid}{rows}")
             return
-        values = np.frombuffer(r.values, dtype=fmt.dtype)
+        values = np.frombuffer(raw_values, dtype=fmt.dtype)
         if fmt.width:
             values = values.reshape(-1, fmt.width)
         bad = fmt.first_outside(values)
@@ -547,7 +580,7 @@ class ReplyCheck:
             self._fail(answer, f"{s} sent the value {value!r}{where} for request {rid}, outside {fmt.kind}'s output domain {_show_domain(domain)}")
             return
         answer.masks.append(mask)
-        answer.values.append(r.values)
+        answer.values.append(raw_values)
 
     def finish(self) -> RoundReply:
         """The reply as the aggregator keeps it: valid results as sent, every bad or missing one an
@@ -570,7 +603,10 @@ class ReplyCheck:
                 continue
             fmt = expected.format
             assert fmt.dtype is not None
-            refused = np.concatenate(answer.masks) if len(answer.masks) != 1 else answer.masks[0]
+            if not answer.refusals:
+                refused = np.broadcast_to(np.False_, (answer.users,))
+            else:
+                refused = np.concatenate(answer.masks) if len(answer.masks) != 1 else answer.masks[0]
             values = np.frombuffer(_join(answer.values), dtype=fmt.dtype)
             if fmt.dtype.byteorder == "<" and not np.little_endian:  # pragma: no cover - big-endian hosts
                 values = values.astype(fmt.dtype.newbyteorder("="))

@@ -15,7 +15,8 @@ are then reported missing by the rounds, as the protocol says.
 ``async with grpc_oracle_factory(processes=P) as factory:`` keeps one such cluster for many
 populations: ``async with factory(spec) as oracle:`` launches it the first time and afterwards
 only relays ``spec``, sealed with the key the clients got at spawn, into the running clients
-(``GrpcLROracle.load``), which is what experiments with hundreds of seeded trials need (``simulations.separation.run(config, factory)``).
+(``GrpcLROracle.load``), which is what experiments with hundreds of seeded trials need (``simulations.separation.run(config, factory)``);
+with ``lanes=L`` it keeps up to L such clusters and serves L populations at once (trials side by side).
 ``wait_clients`` and ``clients_exit_code`` do the same reporting for ``ldp-sim clients``, whose
 exit code says how its client processes ended (``EXIT_CLIENT_DIED`` when one was killed).
 Guarantee: no child process outlives the block (tests/wire/test_cli.py checks after Ctrl-C);
@@ -388,25 +389,86 @@ async def launch_local(
 
 
 class GrpcOracleFactory(SealedOracleFactory):
-    """An oracle factory over one cluster of client processes on this machine: ``factory(spec)``
-    is an async context manager yielding a ``GrpcLROracle`` for ``spec``.
+    """An oracle factory over clusters of client processes on this machine: ``factory(spec)`` is
+    an async context manager yielding a ``GrpcLROracle`` for ``spec``.
 
     The first use launches the aggregator and the clients (``launch_local``), giving the clients
     a fresh seal key out of band; every later use seals the new population with it and relays it
-    through the aggregator (``ldp.wire.factory.SealedOracleFactory``). One population at a time:
-    the oracle of a previous ``async with`` must not be used after the next one starts. Made by
-    ``grpc_oracle_factory``, which shuts the cluster down on exit.
+    through the aggregator (``ldp.wire.factory.SealedOracleFactory``). A cluster serves one
+    population at a time: the oracle of a previous ``async with`` must not be used after the
+    next one starts. With ``lanes`` = L > 1 the factory serves up to L populations at once
+    (independent trials of a sweep, ``simulations.separation``), each on a cluster of its own
+    (an aggregator and ``processes`` clients, launched the first time that many populations are
+    in use at once; every cluster gets the same seal key out of band). The first cluster is
+    used whenever it is free, so a caller that runs its large populations one at a time keeps
+    them on it. ``lanes`` may be raised between uses. Made by ``grpc_oracle_factory``, which
+    shuts every cluster down on exit.
     """
 
-    def __init__(self, stack: contextlib.AsyncExitStack, processes: int, ready_timeout_s: float, load_timeout_s: float, extra_args: dict[str, list[str]] | None) -> None:
+    def __init__(
+        self,
+        stack: contextlib.AsyncExitStack,
+        processes: int,
+        ready_timeout_s: float,
+        load_timeout_s: float,
+        extra_args: dict[str, list[str]] | None,
+        lanes: int = 1,
+    ) -> None:
         super().__init__(new_seal_key(), load_timeout_s)
         self._stack = stack
         self.processes = processes
         self.ready_timeout_s = ready_timeout_s
         self.extra_args = extra_args
-        self.on_launch: Callable[[GrpcLROracle], None] | None = None  # called once the cluster is up
+        self.lanes = check_lanes(lanes)
+        self._more: list[_Lane] = []  # the clusters beyond the first, in launch order
+        self.on_launch: Callable[[GrpcLROracle], None] | None = None  # called once a cluster is up
+
+    def __call__(self, population: PopulationSpec) -> contextlib.AbstractAsyncContextManager[GrpcLROracle]:
+        if not self._in_use or self._closed:
+            return self._use(population)
+        for lane in self._more:
+            if not lane._in_use:
+                return lane._use(population)
+        if 1 + len(self._more) < check_lanes(self.lanes):
+            lane = _Lane(self)
+            self._more.append(lane)
+            return lane._use(population)
+        if self.lanes == 1:
+            return self._use(population)  # the cluster's own refusal: one population at a time
+        raise ParameterError(f"this oracle factory serves at most lanes = {self.lanes} populations at a time: leave one `async with` first")
+
+    @property
+    def serving(self) -> int:
+        """How many populations are in use right now (at most ``lanes``)."""
+        return int(self._in_use) + sum(lane._in_use for lane in self._more)
+
+    @property
+    def clusters(self) -> int:
+        """How many clusters (aggregator + ``processes`` clients) have been launched so far."""
+        return int(self.oracle is not None) + sum(lane.oracle is not None for lane in self._more)
+
+    # ``populations`` and ``load_seconds`` (SealedOracleFactory's counters) count every cluster:
+    # the first one's own counts are kept apart, the other lanes keep theirs.
+    @property  # type: ignore[override]
+    def populations(self) -> int:
+        return self._own_populations + sum(lane.populations for lane in getattr(self, "_more", ()))
+
+    @populations.setter
+    def populations(self, value: int) -> None:
+        self._own_populations = value - sum(lane.populations for lane in getattr(self, "_more", ()))
+
+    @property  # type: ignore[override]
+    def load_seconds(self) -> float:
+        return self._own_load_seconds + sum(lane.load_seconds for lane in getattr(self, "_more", ()))
+
+    @load_seconds.setter
+    def load_seconds(self, value: float) -> None:
+        self._own_load_seconds = value - sum(lane.load_seconds for lane in getattr(self, "_more", ()))
 
     async def _first(self, population: PopulationSpec) -> GrpcLROracle:
+        return await self._launch(population)
+
+    async def _launch(self, population: PopulationSpec) -> GrpcLROracle:
         oracle = await self._stack.enter_async_context(
             # One-load ledgers: a sweep loads thousands of populations, each used by one run; the
             # experiment (the users' side here) chooses this at spawn, never the aggregator.
@@ -416,6 +478,30 @@ class GrpcOracleFactory(SealedOracleFactory):
             self.on_launch(oracle)
         return oracle
 
+    def _close(self) -> None:
+        self._closed = True
+        for lane in self._more:
+            lane._closed = True
+
+
+class _Lane(SealedOracleFactory):
+    """A further cluster of a ``GrpcOracleFactory`` (its lanes beyond the first): same seal key,
+    same processes per cluster, launched on the owner's exit stack (so it stops with it)."""
+
+    def __init__(self, owner: GrpcOracleFactory) -> None:
+        super().__init__(owner._seal_key, owner.load_timeout_s)
+        self._owner = owner
+
+    async def _first(self, population: PopulationSpec) -> GrpcLROracle:
+        return await self._owner._launch(population)
+
+
+def check_lanes(lanes: object) -> int:
+    """``lanes`` if it is an integer in [1, 64], else a ParameterError saying so."""
+    if isinstance(lanes, bool) or not isinstance(lanes, int) or not 1 <= lanes <= 64:
+        raise ParameterError(f"lanes (populations served at once, one cluster each) must be an integer in [1, 64], got {lanes!r}")
+    return lanes
+
 
 @contextlib.asynccontextmanager
 async def grpc_oracle_factory(
@@ -424,6 +510,7 @@ async def grpc_oracle_factory(
     ready_timeout_s: float = 120.0,
     load_timeout_s: float = READY_TIMEOUT_S,
     extra_args: dict[str, list[str]] | None = None,
+    lanes: int = 1,
 ) -> AsyncIterator[GrpcOracleFactory]:
     """One cluster of P client processes for many populations: an oracle factory.
 
@@ -432,8 +519,9 @@ async def grpc_oracle_factory(
     time (``launch_local``, with a fresh seal key given to the clients out of band and one-load
     ledgers) and afterwards only relays ``spec``, sealed with that key, into the running clients
     (``GrpcLROracle.load``), which is what experiments with hundreds of seeded trials need
-    (``simulations.separation.run(config, factory)``). One population at a time: the oracle of a
-    previous ``async with`` must not be used after the next one starts.
+    (``simulations.separation.run(config, factory)``). One population at a time per cluster: the
+    oracle of a previous ``async with`` must not be used after the next one starts; with
+    ``lanes`` = L the factory serves up to L at once, each on a cluster of its own.
 
     Launches nothing until the factory is first used; on exit (normal, error, cancellation,
     Ctrl-C) sends Close and stops every client process it started (``launch_local``'s cleanup).
@@ -448,6 +536,11 @@ async def grpc_oracle_factory(
         How long a later population may take to load into the running clients.
     extra_args : dict of str to list of str, optional
         Extra command-line arguments per shard key (tests inject faults).
+    lanes : int, default 1
+        How many populations the factory may serve at once, each on a cluster of its own
+        (``processes`` clients each, launched only when that many are in use at once): an
+        integer in [1, 64]. ``factory.lanes`` may also be raised later (the separation sweep
+        does, to run small trials side by side).
 
     Yields
     ------
@@ -491,12 +584,13 @@ async def grpc_oracle_factory(
     ldp.core.errors.ParameterError: processes must be ≥ 1 and ≤ ..., got 0
     """
     check_processes(processes)
+    check_lanes(lanes)
     async with contextlib.AsyncExitStack() as stack:
-        factory = GrpcOracleFactory(stack, processes, ready_timeout_s, load_timeout_s, extra_args)
+        factory = GrpcOracleFactory(stack, processes, ready_timeout_s, load_timeout_s, extra_args, lanes)
         try:
             yield factory
         finally:
-            factory._closed = True
+            factory._close()
 
 
 def quiet_grpc_after_interrupt() -> None:

@@ -184,7 +184,7 @@ def test_learn_thresholds_utility_reference_numbers() -> None:
         lambda r: learn_point_approx(np.array([1]), np.array([1]), 4, 1.0, 1.5, r),
         lambda r: learn_point_pure(np.array([1]), np.array([1]), 4, float("nan"), r),
         lambda r: learn_thresholds_approx(np.array([1]), np.array([1]), 4, 0.7, 1.0, 1e-6, r),
-        lambda r: learn_thresholds_approx(np.array([1]), np.array([1]), 30, 0.1, 1.0, 1e-6, r),
+        lambda r: learn_thresholds_approx(np.array([2**30]), np.array([1]), 30, 0.1, 1.0, 1e-6, r),
         lambda r: learn_point_pure(np.array([1]), np.array([2]), 4, 1.0, r),
     ],
 )
@@ -213,5 +213,11 @@ def test_pure_vs_approximate_quick(tmp_path: Path) -> None:
     assert max(approx) <= 1.25 * min(approx)  # flat in d
     assert pure[-1] > approx[-1] and pure[0] < approx[0]  # the crossover is inside the grid
     tp, ta = series("THRESH_d", "pure"), series("THRESH_d", "RecConcave")
-    assert tp[-1] > tp[0] and max(ta) <= 1.25 * min(ta)
+    bits = [r["bits"] for r in rows if r["task"] == "THRESH_d" and r["learner"] == "pure"]
+    assert tp[-1] > tp[0]
+    for regime in ([v for v, b in zip(ta, bits) if b <= 32], [v for v, b in zip(ta, bits) if b > 32]):
+        assert max(regime) <= 1.25 * min(regime)  # flat in d within each recursion depth (N = 2, then 3)
+    assert tp[0] < ta[0] and tp[-1] > ta[-1]  # the THRESH crossover is measured inside the quick grid
+    cross = {c["task"]: c for c in data["crossover"] if c["learner"] in ("RecConcave", "A_dist")}
+    assert cross["THRESH_d"]["approx_fewer_from"] in bits and cross["POINT_d"]["approx_fewer_from"] is not None
     assert result.seconds < 60

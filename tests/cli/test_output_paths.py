@@ -28,6 +28,9 @@ EXPERIMENTS = {
         ["-o", "point_bits=8", "-o", "threshold_bits=6", "-o", "trials=10", "-o", "threshold_trials=10"],
         {"result.json", "m90.csv", "table.md", "m90.png"},
     ),
+    "geometry": (["--quick"], {"result.json", "errors.csv", "table.md", "errors.png", "polygons.png"}),
+    "sanitization": (["--quick"], {"result.json", "errors.csv", "table.md", "errors.png"}),
+    "real-data": (["--quick"], {"result.json", "estimates.csv", "table.md", "estimates.png"}),
 }
 
 

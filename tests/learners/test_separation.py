@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
+from dataclasses import replace
 
 import pytest
 
-from ldp.core.errors import LDPError
+from ldp.core.errors import LDPError, ParameterError
 from ldp.local.oracle import InProcessLROracle
 from simulations.separation import Config, main, run
 
@@ -88,6 +90,12 @@ async def test_a_run_that_stops_keeps_the_rows_it_finished(tmp_path) -> None:  #
     partial = json.loads((tmp_path / "partial.json").read_text())
     assert partial["rows"] and "shard 1/2" in partial["stopped_by"]
     assert any("partial.json" in line for line in lines)
+    # the same with trials side by side: the error itself, not an ExceptionGroup, stops the run
+    served = 0
+    failing.lanes = 2  # type: ignore[attr-defined]
+    with pytest.raises(LDPError, match="shard 1/2"):
+        await run(config, failing)
+    assert "shard 1/2" in json.loads((tmp_path / "partial.json").read_text())["stopped_by"]
 
 
 def test_clopper_pearson_matches_the_exact_binomial_tails() -> None:
@@ -115,3 +123,112 @@ def test_growth_tells_a_power_from_an_exponential() -> None:
     assert abs(g["loglog_slope"] - 3) < 1e-9 and g["loglog_r2"] > g["log2_per_d_r2"]
     assert abs(h["log2_per_d"] - 1) < 1e-9 and h["log2_per_d_r2"] > h["loglog_r2"]
     assert growth(cubic[:2]) is None
+
+
+class _Lanes:
+    """An in-process oracle factory that serves ``lanes`` populations at once (as
+    ``GrpcOracleFactory`` does with one cluster per lane) and records how many overlapped."""
+
+    def __init__(self, lanes: int) -> None:
+        self.lanes = lanes
+        self.serving = 0
+        self.most = 0
+
+    @contextlib.asynccontextmanager
+    async def __call__(self, spec):  # type: ignore[no-untyped-def]
+        self.serving += 1
+        self.most = max(self.most, self.serving)
+        assert self.serving <= self.lanes
+        try:
+            await asyncio.sleep(0)  # a real load awaits the clients: let the other trials start
+            yield InProcessLROracle(spec, shards=2)
+        finally:
+            self.serving -= 1
+
+
+async def test_parallel_trials_give_the_sequential_results_bit_for_bit() -> None:
+    """Trials of one size run side by side (``parallel_trials``) read their errors in trial order,
+    so early stopping, k/T, the intervals, the curves and the table are those of one trial at a
+    time. The broken variant (errors read in completion order, here: reversed within a batch)
+    changes where a size stops and is told apart."""
+    config = Config(
+        trials=6, cap=8192, resolution=1.5, masked_d=(2, 4), learners=("LI", "LNI", "local-parity"), local_parity_d=(4,),
+        curve_d=2, curve_users=(300, 3000), curve_trials=3, point_bits=(), out=None, parallel_trials=3,
+    )
+    sequential = await run(replace(config, parallel_trials=1))
+    lanes = _Lanes(3)
+    parallel = await run(config, lanes)
+    assert lanes.most == 3  # the parallel path ran
+    strip = lambda rows: [{k: v for k, v in r.items() if k != "seconds"} for r in rows]  # noqa: E731
+    assert strip(parallel["rows"]) == strip(sequential["rows"]) and parallel["curves"] == sequential["curves"]
+    assert parallel["table"] == sequential["table"]
+    assert any(e["stopped_early"] for r in parallel["rows"] for e in r["evaluations"])  # the stopping rule was exercised
+
+    # broken: a batch's errors read as they complete (reversed) → a different stopping point
+    import simulations.separation as sep
+
+    original = sep._Trials.run
+
+    async def reversed_batches(self, learner, d, n, trial):  # type: ignore[no-untyped-def]
+        width = self.width(learner, n)
+        base = trial - trial % width
+        mirrored = base + (min(base + width, self.config.trials) - 1 - (trial - base))
+        return await original(self, learner, d, n, mirrored)
+
+    sep._Trials.run = reversed_batches  # type: ignore[method-assign]
+    try:
+        broken = await run(config, _Lanes(3))
+    finally:
+        sep._Trials.run = original  # type: ignore[method-assign]
+    assert strip(broken["rows"]) != strip(sequential["rows"])
+
+
+def test_parallel_settings_are_checked() -> None:
+    with pytest.raises(ParameterError, match="parallel_trials"):
+        Config(parallel_trials=0)
+    with pytest.raises(ParameterError, match="parallel_users"):
+        Config(parallel_users=1.5)  # type: ignore[arg-type]
+
+
+async def test_parallel_trials_over_grpc_lanes_equal_one_trial_at_a_time_in_process() -> None:
+    """Over gRPC, two lanes (two clusters of one client process each) serve two trials at once;
+    rows, curves and table equal the in-process sequential run's: records and reports are a
+    function of (seed, user), whatever the transport, the process count or the overlap."""
+    from ldp.wire.launcher import grpc_oracle_factory
+
+    config = Config(
+        trials=4, cap=4096, resolution=2.0, masked_d=(2, 4), learners=("LI", "LNI"), curve_d=2, curve_users=(256,), curve_trials=2,
+        point_bits=(), out=None, parallel_trials=2,
+    )
+    in_process = await run(replace(config, parallel_trials=1))
+    async with grpc_oracle_factory(1) as factory:
+        over_grpc = await run(config, factory)
+        assert factory.lanes == 2 and factory.clusters == 2  # the run asked for a second lane, and used it
+        assert factory.populations > 20  # counted over both clusters
+    strip = lambda rows: [{k: v for k, v in r.items() if k != "seconds"} for r in rows]  # noqa: E731
+    assert strip(over_grpc["rows"]) == strip(in_process["rows"]) and over_grpc["curves"] == in_process["curves"]
+    assert over_grpc["table"] == in_process["table"]
+
+
+def test_group_values_slice_equals_the_mask_over_answered_users() -> None:
+    """LNI reads one a-group of up to 10^8 a-users: a slice when the whole range answered, the
+    mask over answered ids otherwise; both give the same reports (the mask is the reference)."""
+    import numpy as np
+
+    from ldp.core.queries import label_query
+    from ldp.core.randomizers import RandomizerSpec
+    from ldp.learners.masked_parity import _group_values
+    from ldp.local.messages import Users
+    from ldp.local.oracle import Reports
+
+    spec = RandomizerSpec("binary_rr", label_query(), 1.0)
+    values = np.random.default_rng(0).integers(0, 2, 1000).astype(np.uint8)
+    everyone = Reports(0, spec, Users.range(500, 1500), np.zeros(1000, dtype=np.uint8), values)
+    status = np.zeros(1000, dtype=np.uint8)
+    status[::7] = 1  # some refused: the mask path
+    some = Reports(0, spec, Users.range(500, 1500), status, values[status == 0])
+    for reports in (everyone, some):
+        answered = reports.answered_users
+        for lo, hi in ((500, 1500), (600, 610), (400, 520), (1490, 1700), (1600, 1700), (700, 650)):
+            reference = reports.values[(answered >= lo) & (answered < hi)]
+            assert np.array_equal(_group_values(reports, lo, hi), reference), (lo, hi)

@@ -1,0 +1,39 @@
+"""The arguments of ``ldp-sim classroom`` and ``ldp-sim join`` (light: no network imports, so
+building the CLI's parser stays fast; the commands live in ``teacher`` and ``student``)."""
+
+from __future__ import annotations
+
+import argparse
+
+__all__ = ["add_classroom_arguments", "add_join_arguments"]
+
+FINGERPRINT_HEX = 32
+
+
+def add_classroom_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    p.add_argument("--host", action="append", metavar="H", help="an address students dial (repeatable; default: this machine's address, 127.0.0.1 and localhost); the first is printed in the join command")
+    p.add_argument("--bind", default="0.0.0.0", help="interface to listen on (default 0.0.0.0; 127.0.0.1 for a class on this machine only)")
+    p.add_argument("--port", type=int, default=50051, help="the aggregator's gRPC port (default 50051; 0: any free port)")
+    p.add_argument("--http-port", type=int, default=8000, help="the dashboard's port (default 8000; 0: any free port)")
+    p.add_argument("--seats", type=int, default=40, help="the most students (default 40)")
+    p.add_argument("--machine-users", type=int, default=400, help="MASKED-PARITY records each student's machine generates (default 400)")
+    p.add_argument("--d", type=int, default=4, help="MASKED-PARITY dimension (default 4)")
+    p.add_argument("--students", type=int, default=0, help="start the lessons once this many students have joined (default: when the teacher presses Enter)")
+    p.add_argument("--pace", type=float, default=None, help="seconds between lessons (default: wait for Enter)")
+    p.add_argument("--linger", type=float, default=None, help="seconds to keep the dashboard up after the last lesson (default: until Enter)")
+    p.add_argument("--wait", type=float, default=1800.0, help="seconds to wait for --students (default 1800)")
+    p.add_argument("--pki", metavar="DIR", help="keep the class's CA, certificate and token in DIR (created; default: a temporary directory, removed at the end)")
+    return p
+
+
+def add_join_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    p.add_argument("host", metavar="HOST:PORT", help="the classroom's dashboard address, as printed by the teacher")
+    p.add_argument("--token", help="the class's enrolment token (from the join command)")
+    p.add_argument("--token-file", metavar="F", help="read the token from F instead")
+    p.add_argument("--ca", required=True, metavar="FINGERPRINT", help=f"the class CA's fingerprint ({FINGERPRINT_HEX} hex digits, from the join command)")
+    p.add_argument("--name", default=None, help="the name the dashboard shows (default: your login name)")
+    p.add_argument("--budget", type=float, default=4.0, help="your own budget ε: nothing beyond it is ever sent (default 4)")
+    p.add_argument("--answers", metavar="FILE", help="read the answers from a JSON file instead of asking (scripted students)")
+    p.add_argument("--transcript", metavar="FILE", help="also write every round as a JSON line to FILE")
+    p.add_argument("--connect-timeout", type=float, default=60.0, help="seconds to keep trying to reach the teacher (default 60)")
+    return p

@@ -1,0 +1,594 @@
+"""``ldp-sim classroom``: the teacher's aggregator, dashboard and scripted lessons.
+
+What: makes a fresh class CA, a server certificate for the addresses students dial and a shared
+enrolment token (``ldp.wire.tls``: token over TLS, docs/security.md); starts a ``GrpcAggregator``
+that knows only the class's public description (``ClassPlan``) and admits only enrolled clients;
+starts the dashboard (``ldp.classroom.dashboard``); prints the join command and its QR code;
+then, once the class has joined, runs the scripted lessons (docs/classroom.md):
+
+1. randomized response on a sensitive yes/no question (binary RR, ε = 1);
+2. a histogram: GRR (``kary_rr``) against OUE — or, while ``oue`` is not a registered randomizer
+   kind, against one binary RR question per category at ε/k each;
+3. the ledger says no: the teacher asks for ε = 2 more, which every student's own ledger refuses;
+4. interaction helps (lab 4 run by the class): the two-round interactive MASKED-PARITY learner
+   (its second question depends on the first round's answers) and the one-round learner, each on
+   half of the class's machine users, graded against the class's target.
+
+Each reply is shown as it arrives (``ClassroomAggregator`` hooks the moment a shard's reply has
+passed validation), with the debiased estimate and its 95 % interval recomputed from the reports
+so far; after every round the budget each participant spent is read from their ledgers
+(``LedgerQuery``, a diagnostic the aggregator could compute itself).
+Guarantees: the teacher's side never holds a record, a report key or a student's budget it could
+change; every report is the student's process's (``ldp.wire.client``), validated by the
+aggregator's usual checks (``codec.ReplyCheck``) before the dashboard sees it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import math
+import shutil
+import socket
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ldp.classroom.dashboard import ClassState, Dashboard, ca_fingerprint
+from ldp.classroom.lessons import (
+    TRAVEL,
+    ClassPlan,
+    class_target,
+    estimate_reports,
+    histogram_kind,
+    question_of,
+    sensitive_spec,
+    travel_grr_spec,
+    travel_indicator_specs,
+    travel_oue_spec,
+    warm_up,
+)
+from ldp.core.budget import UNIT_BITS
+from ldp.core.errors import LDPError, ParameterError
+from ldp.core.queries import QuerySpec
+from ldp.local.messages import RoundReply, RoundRequest, SessionKind
+from ldp.local.oracle import Reports
+from ldp.local.session import Request, Session
+from ldp.wire.aggregator import GrpcAggregator, GrpcLROracle, _Connection
+from ldp.wire.tls import issue, make_ca, new_token, read_token, server_tls
+
+__all__ = ["ClassroomAggregator", "Teacher", "run_classroom", "short_query"]
+
+_SCALE = float(1 << UNIT_BITS)
+MAX_CHIPS = 60  # raw reports listed per request on the dashboard (the rest are counted)
+ROUND_DEADLINE_S = 60.0  # a student's laptop that has not answered a lesson's round by then is MISSING
+
+
+class ClassroomAggregator(GrpcAggregator):
+    """A ``GrpcAggregator`` that tells the classroom about every validated reply as it arrives,
+    and about every connect/disconnect."""
+
+    def __init__(self, *args: Any, on_reply: Callable[[str, RoundReply], None], on_change: Callable[[str], None], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._on_reply_cb = on_reply
+        self._on_change_cb = on_change
+
+    def _resolve(self, conn: _Connection, key: tuple[int, int], reply: RoundReply) -> None:
+        fut = conn.pending.get(key)
+        if fut is not None and not fut.done():
+            try:
+                self._on_reply_cb(conn.key, reply)
+            except Exception as exc:  # noqa: BLE001 - the dashboard must never break a round
+                self.events.append(f"dashboard update failed: {type(exc).__name__}: {exc}")
+        super()._resolve(conn, key, reply)
+
+    def _notify(self, event: str) -> None:
+        super()._notify(event)
+        self._on_change_cb(event)
+
+    def declared_budget(self, key: str) -> float | None:
+        conn = self._connections.get(key)
+        return None if conn is None else float(conn.budget)
+
+
+class ClassroomOracle(GrpcLROracle):
+    """The LR oracle the lessons use: registers each round on the dashboard before it is sent."""
+
+    def __init__(self, aggregator: ClassroomAggregator, teacher: Teacher) -> None:
+        super().__init__(aggregator)
+        self.teacher = teacher
+
+    async def run_round(self, request: RoundRequest) -> list[Reports]:
+        self.teacher.round_started(request)
+        reports = await super().run_round(request)
+        self.teacher.round_finished(request, reports)
+        return reports
+
+
+def short_query(query: QuerySpec | dict[str, Any]) -> str:
+    """A query in a few symbols, for the dashboard (e.g. ``i=2 ∧ b=1 ∧ y=-1``, ``(y) · ((-1)^(x1+x3))``)."""
+    q = query.to_json() if isinstance(query, QuerySpec) else query
+    name, p = q.get("name"), q.get("params", {})
+    if name == "field":
+        return str(p.get("field")) + (f"[{p['index']}]" if p.get("index") else "")
+    if name == "label":
+        return "y"
+    if name == "conjunction":
+        parts = []
+        for lit in p.get("literals", []):
+            field, index, value = lit[0], lit[1], lit[2]
+            eq = lit[3] if len(lit) > 3 else True
+            parts.append(f"{field}{f'[{index}]' if index else ''}{'=' if eq else '≠'}{value}")
+        return " ∧ ".join(parts)
+    if name == "parity":  # mask: the indices j with r_j = 1
+        mask = p.get("mask", [])
+        terms = "+".join(f"x{int(j)}" for j in mask) if isinstance(mask, list) else str(mask)
+        return f"(-1)^({terms or '0'})"
+    if name == "user_parity":
+        return "(-1)^<r_g,x>, r_g = your group's candidate r"
+    if name == "product":
+        return " · ".join(f"({short_query(f)})" for f in p.get("factors", []))
+    if name == "affine":
+        return f"{p.get('scale', 1):g}·({short_query(p.get('query', {}))}) + {p.get('offset', 0):g}"
+    return str(name)
+
+
+def _seat_of_key(key: str) -> int:
+    return int(key.split("/", 1)[0])
+
+
+class Teacher:
+    """The classroom's state machine: seats, rounds on the dashboard, the scripted lessons."""
+
+    def __init__(self, plan: ClassPlan, token: str, state: ClassState, *, say: Callable[[str], None] = print) -> None:
+        self.plan = plan
+        self.token = token
+        self.state = state
+        self.say = say
+        self.schema = plan.schema
+        self.aggregator: ClassroomAggregator | None = None
+        self.oracle: ClassroomOracle | None = None
+        self._seats: dict[int, dict[str, Any]] = {}  # seat -> {"name", "nonce"}
+        self._by_nonce: dict[str, int] = {}
+        self._rounds: dict[tuple[int, int], dict[str, Any]] = {}  # (session, round) -> round record
+        self._requests: dict[int, dict[str, Any]] = {}  # request id -> request record
+        self._values: dict[int, list[np.ndarray]] = {}  # request id -> report arrays received so far
+        self._labels: list[str] | None = None  # labels for the next round's requests (lessons set them)
+        self.grpc_port = 0
+        self.reply_times: list[tuple[int, int, float]] = []  # (request id, seat, arrival time.time())
+
+    # --- seats (dashboard POST /seat) ---
+
+    def allocate(self, name: str, nonce: str) -> dict[str, Any]:
+        """A seat for a student (the same nonce gets the same seat): the lowest one free."""
+        seat = self._by_nonce.get(nonce)
+        if seat is None:
+            free = [s for s in range(self.plan.seats) if s not in self._seats]
+            if not free:
+                raise ParameterError(f"the class is full: all {self.plan.seats} seats are taken (start the classroom with more --seats)")
+            seat = free[0]
+            self._seats[seat] = {"name": name, "nonce": nonce}
+            self._by_nonce[nonce] = seat
+            self.refresh_students()
+            self.state.event(f"{name} took seat {seat}")
+        return {"seat": seat, "seats": self.plan.seats, "grpc_port": self.grpc_port, "plan": self.plan.to_json()}
+
+    def connected_seats(self) -> list[int]:
+        if self.aggregator is None:
+            return []
+        return sorted(_seat_of_key(s.key) for s in self.aggregator.shards)
+
+    def refresh_students(self) -> None:
+        connected = set(self.connected_seats())
+        students = self.state.data["students"]
+        for seat, info in self._seats.items():
+            entry = students.setdefault(str(seat), {"seat": seat, "name": info["name"], "spent": 0.0, "machine_spent": 0.0, "budget": None})
+            entry["connected"] = seat in connected
+            if seat in connected and self.aggregator is not None:
+                entry["budget"] = self.aggregator.declared_budget(f"{seat}/{self.plan.seats}")
+        self.state.data["joined"] = len(connected)
+        self.state.changed()
+
+    def on_change(self, event: str) -> None:
+        self.refresh_students()
+        if " connected " in event or "disconnected" in event:
+            seat = _seat_of_key(event.split()[1]) if event.startswith("shard ") else -1
+            name = self._seats.get(seat, {}).get("name", f"seat {seat}")
+            self.state.event(f"{name} {'joined' if ' connected ' in event else 'left'}")
+
+    # --- rounds on the dashboard ---
+
+    def _current_step(self) -> dict[str, Any]:
+        if not self.state.data["steps"]:
+            self.state.data["steps"].append({"title": "(before the lessons)", "say": "", "rounds": [], "status": "running"})
+        step: dict[str, Any] = self.state.data["steps"][-1]
+        return step
+
+    def round_started(self, request: RoundRequest) -> None:
+        students_only = self._labels is not None  # the lessons' own rounds ask the students' own users only
+        labels = self._labels or []
+        self._labels = None
+        step = self._current_step()
+        record: dict[str, Any] = {"session": request.session_id, "round": request.round, "last": request.last_round, "started": time.time(), "requests": [], "done": False}
+        for pos, a in enumerate(request.assignments):
+            spec = a.randomizer
+            req = {
+                "id": str(a.request_id),  # JSON numbers lose 64-bit ids in the browser
+                "label": labels[pos] if pos < len(labels) else short_query(spec.query),
+                "question": question_of(spec.query),
+                "query": short_query(spec.query),
+                "kind": spec.kind,
+                "epsilon": spec.epsilon,
+                "asked": len(a.users),
+                "answered": 0,
+                "refused": 0,
+                "missing": 0,
+                "chips": [],
+                "estimate": None,
+                "students_only": students_only,
+            }
+            record["requests"].append(req)
+            self._requests[a.request_id] = {"record": req, "spec": spec}
+            self._values[a.request_id] = []
+        self._rounds[(request.session_id, request.round)] = record
+        step["rounds"].append(record)
+        self.state.changed()
+
+    def on_reply(self, key: str, reply: RoundReply) -> None:
+        """One student's validated reply: its reports join the estimate at once."""
+        now = time.time()
+        seat = _seat_of_key(key)
+        name = self._seats.get(seat, {}).get("name", f"seat {seat}")
+        if reply.error:
+            self.state.event(f"{name}'s machine refused the round: {reply.error[:200]}")
+            return
+        for result in reply.results:
+            entry = self._requests.get(result.request_id)
+            if entry is None:
+                continue
+            req = entry["record"]
+            refused = int(np.count_nonzero(result.refused))
+            values = np.asarray(result.values)
+            req["answered"] += int(values.shape[0]) if values.ndim else 0
+            req["refused"] += refused
+            if result.error:
+                req["missing"] += len(result.refused)
+            self.reply_times.append((result.request_id, seat, now))
+            if len(req["chips"]) < MAX_CHIPS:
+                if req["students_only"] and len(result.refused) == 1:  # the student's own answer: one report, or a refusal
+                    req["chips"].append({"seat": seat, "name": name, "value": None if refused else _show(values[0]), "refused": bool(refused), "time": now})
+                else:
+                    req["chips"].append({"seat": seat, "name": name, "value": f"{values.shape[0]} report{'' if values.shape[0] == 1 else 's'}", "refused": refused > 0, "time": now})
+            if values.size:
+                self._values[result.request_id].append(values)
+                self._update_estimate(result.request_id)
+        self.state.changed()
+
+    def _update_estimate(self, request_id: int) -> None:
+        entry = self._requests[request_id]
+        values = np.concatenate(self._values[request_id]) if self._values[request_id] else np.zeros(0)
+        est = estimate_reports(entry["spec"], self.schema, values, label=entry["record"]["label"])
+        entry["record"]["estimate"] = None if est is None else est.to_json()
+
+    def round_finished(self, request: RoundRequest, reports: list[Reports]) -> None:
+        record = self._rounds.get((request.session_id, request.round))
+        if record is None:
+            return
+        for req, rep in zip(record["requests"], reports):
+            counts = rep.counts()
+            req["answered"], req["refused"], req["missing"] = counts["answered"], counts["refused"], counts["missing"] + counts["error"]
+            req["errors"] = list(rep.errors)[:3]
+        record["done"] = True
+        record["finished"] = time.time()
+        self.state.changed()
+
+    async def update_budgets(self) -> None:
+        """Every participant's spent ε, read from their own ledgers (a diagnostic query)."""
+        assert self.aggregator is not None
+        shards = self.aggregator.shards
+        try:
+            units = await self.aggregator.ledger_spent_units()
+        except (LDPError, KeyError, TimeoutError) as exc:  # KeyError: a shard left while it was asked
+            self.state.event(f"could not read the ledgers: {exc}")
+            return
+        if len(units) != sum(s.count for s in shards):
+            return  # someone joined or left meanwhile: the next update will do
+        at = 0
+        for s in shards:
+            part = units[at : at + s.count]
+            at += s.count
+            entry = self.state.data["students"].get(str(_seat_of_key(s.key)))
+            if entry is not None:
+                entry["spent"] = float(part[0]) / _SCALE
+                entry["machine_spent"] = float(part[1:].max()) / _SCALE if len(part) > 1 else 0.0  # the most any of its users spent
+        self.state.changed()
+
+    # --- the lessons ---
+
+    async def round(self, session: Session, requests: list[Request], labels: list[str] | None = None, last: bool | None = None) -> list[Reports]:
+        self._labels = labels
+        reports = await session.round(requests, last=last)
+        await self.update_budgets()
+        return reports
+
+    def begin_step(self, title: str, say: str) -> dict[str, Any]:
+        steps = self.state.data["steps"]
+        if steps and steps[-1]["title"] == "(before the lessons)" and not steps[-1]["rounds"]:
+            steps.pop()
+        for s in steps:
+            s["status"] = "done"
+        step: dict[str, Any] = {"title": title, "say": say, "rounds": [], "status": "running", "result": None}
+        steps.append(step)
+        self.state.changed()
+        self.say(f"\n== {title}\n{say}")
+        return step
+
+    def students(self) -> list[int]:
+        """The user ids of the connected students' own answers."""
+        return [self.plan.student_user(s) for s in self.connected_seats()]
+
+    async def lesson_sensitive(self, epsilon: float = 1.0) -> None:
+        step = self.begin_step(
+            "Lesson 1 — randomized response",
+            f"Everyone answers the sensitive question on their own machine. Each machine tells the truth with "
+            f"probability e^ε/(1+e^ε) = {math.exp(epsilon) / (1 + math.exp(epsilon)):.2f} and lies otherwise (ε = {epsilon:g}). "
+            "No single report says what anyone answered; the debiased average of all of them estimates the class's fraction of 'yes'.",
+        )
+        assert self.oracle is not None
+        session = Session(self.oracle, SessionKind.NON_INTERACTIVE, name="randomized-response", deadline_s=ROUND_DEADLINE_S)
+        (rep,) = await self.round(session, [Request.of(self.students(), sensitive_spec(epsilon))], ["yes"])
+        est = estimate_reports(sensitive_spec(epsilon), self.schema, rep.values, label="yes")
+        step["result"] = {"text": f"estimated fraction of 'yes': {_fmt_est(est, 0)} from {len(rep.values)} reports"}
+        self.state.changed()
+
+    async def lesson_histogram(self, epsilon: float = 1.0) -> None:
+        other = histogram_kind()
+        versus = "OUE" if other == "oue" else f"binary RR per category ({len(TRAVEL)} questions at ε/{len(TRAVEL)} each)"
+        step = self.begin_step(
+            f"Lesson 2 — a histogram: GRR against {versus}",
+            f"Same question, same ε = {epsilon:g}, two randomizers. GRR (k-ary randomized response) reports one category, "
+            f"true with probability e^ε/(e^ε+k−1); {versus} spends the same ε differently. Compare the interval widths.",
+        )
+        assert self.oracle is not None
+        users = self.students()
+        session = Session(self.oracle, SessionKind.NON_INTERACTIVE, name="histogram-grr", deadline_s=ROUND_DEADLINE_S)
+        (grr,) = await self.round(session, [Request.of(users, travel_grr_spec(epsilon))], ["GRR"])
+        session = Session(self.oracle, SessionKind.NON_INTERACTIVE, name=f"histogram-{other}", deadline_s=ROUND_DEADLINE_S)
+        if other == "oue":
+            spec = travel_oue_spec(epsilon)
+            (oue,) = await self.round(session, [Request.of(users, spec)], ["OUE"])
+            widths = _widths(estimate_reports(spec, self.schema, oue.values))
+        else:
+            specs = travel_indicator_specs(epsilon)
+            reps = await self.round(session, [Request.of(users, s) for s in specs], list(TRAVEL))
+            ests = [estimate_reports(s, self.schema, r.values) for s, r in zip(specs, reps)]
+            widths = [w for e in ests for w in _widths(e)]
+        grr_widths = _widths(estimate_reports(travel_grr_spec(epsilon), self.schema, grr.values))
+        step["result"] = {
+            "text": f"mean 95 % interval width: GRR {_f2(_mean(grr_widths))}, {versus} {_f2(_mean(widths))} (narrower is better)",
+            "grr_width": _mean(grr_widths),
+            "other_width": _mean(widths),
+            "other": other,
+        }
+        self.state.changed()
+
+    async def lesson_over_asking(self, epsilon: float = 2.0) -> None:
+        step = self.begin_step(
+            "The ledger says no",
+            f"The teacher asks the sensitive question once more, with ε = {epsilon:g}. Each student's machine keeps its own "
+            "ledger: whoever has less than that left refuses — no report, no charge — and the teacher can do nothing about it.",
+        )
+        assert self.oracle is not None
+        session = Session(self.oracle, SessionKind.NON_INTERACTIVE, name="over-asking", deadline_s=ROUND_DEADLINE_S)
+        (rep,) = await self.round(session, [Request.of(self.students(), sensitive_spec(epsilon))], ["yes (again)"])
+        counts = rep.counts()
+        step["result"] = {"text": f"refused by {counts['refused']} of {len(rep.users)} students' own ledgers; {counts['answered']} answered", **counts}
+        self.state.changed()
+
+    async def lesson_masked_parity(self, epsilon: float = 1.0) -> None:
+        from ldp.core.rng import generator
+        from ldp.learners.masked_parity import learn_masked_parity_interactive, learn_masked_parity_lni, lni_users_for
+
+        d = self.plan.d
+        seats = self.connected_seats()
+        # The learners ask contiguous users: the longest run of connected seats from seat 0.
+        run = 0
+        while run < len(seats) and seats[run] == run:
+            run += 1
+        half = max(1, run // 2)
+        m = self.plan.per_seat
+        step = self.begin_step(
+            "Lesson 3 — interaction helps (MASKED-PARITY, lab 4)",
+            f"Your machines generated {self.plan.machine_users} records each of a hidden concept c_(r,a) on {{0,1}}^{d}. "
+            f"Seats 0–{half - 1} run the interactive learner: round 1 asks one bit question per coordinate of r; round 2's "
+            f"question depends on the r that round 1 found. Seats {half}–{max(half, run - 1)} run the one-round learner, which must "
+            f"ask about all 2^{d} = {2**d} candidate r at once (it needs ≈ {lni_users_for(d, epsilon):,} users for 95 %).",
+        )
+        assert self.oracle is not None
+        if run < 2:
+            step["result"] = {"text": "needs at least 2 students in seats 0 and 1"}
+            self.state.changed()
+            return
+        target = class_target(self.token, d)
+        li = await learn_masked_parity_interactive(self.oracle, d, epsilon, users=half * m, first_user=0)
+        await self.update_budgets()
+        lni = await learn_masked_parity_lni(self.oracle, d, epsilon, generator(0, "classroom-lni"), users=(run - half) * m, first_user=half * m)
+        await self.update_budgets()
+        truth = target.to_json()
+
+        def verdict(result: Any) -> dict[str, Any]:
+            got = result.hypothesis.to_json()
+            return {"r": "".join(map(str, got["r"])), "a": got["a"], "right": got == truth}
+
+        step["result"] = {
+            "text": "",
+            "truth": {"r": "".join(map(str, truth["r"])), "a": truth["a"]},
+            "interactive": {**verdict(li), "users": half * m},
+            "one_round": {**verdict(lni), "users": (run - half) * m},
+        }
+        res = step["result"]
+        res["text"] = (
+            f"target r={res['truth']['r']}, a={res['truth']['a']}; interactive ({half * m} users): r={res['interactive']['r']}, a={res['interactive']['a']} "
+            f"{'✓' if res['interactive']['right'] else '✗'}; one round ({(run - half) * m} users): r={res['one_round']['r']}, a={res['one_round']['a']} "
+            f"{'✓' if res['one_round']['right'] else '✗'}"
+        )
+        self.state.changed()
+
+    async def run_lessons(self, pause: Callable[[str], Any]) -> None:
+        lessons = [self.lesson_sensitive, self.lesson_histogram, self.lesson_over_asking, self.lesson_masked_parity]
+        for k, lesson in enumerate(lessons):
+            await lesson()
+            step = self.state.data["steps"][-1]
+            if step.get("result"):
+                self.say(f"   → {step['result']['text']}")
+            if k + 1 < len(lessons):
+                await pause("next lesson")
+        for s in self.state.data["steps"]:
+            s["status"] = "done"
+        self.state.data["finished"] = True
+        self.state.changed()
+
+
+def _show(value: Any) -> Any:
+    v = np.asarray(value)
+    return v.tolist() if v.ndim else (int(v) if float(v).is_integer() else float(v))
+
+
+def _widths(est: Any) -> list[float]:
+    if est is None:
+        return []
+    return [h - lo for lo, h in zip(est.low, est.high) if math.isfinite(h - lo)]
+
+
+def _mean(xs: Sequence[float]) -> float | None:
+    """The mean, or None (JSON null) for no values."""
+    return float(np.mean(xs)) if len(xs) else None
+
+
+def _f2(x: float | None) -> str:
+    return "–" if x is None else f"{x:.2f}"
+
+
+def _fmt_est(est: Any, j: int) -> str:
+    if est is None:
+        return "—"
+    return f"{est.values[j]:.2f} [{est.low[j]:.2f}, {est.high[j]:.2f}]"
+
+
+# --- the command ---
+
+
+def local_address() -> str:
+    """This machine's address on its default route (no packet is sent), else 127.0.0.1."""
+    with contextlib.suppress(OSError), socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.connect(("192.0.2.1", 9))  # TEST-NET-1: only picks the interface
+        return str(s.getsockname()[0])
+    return "127.0.0.1"
+
+
+def _print_join(command: str, dashboard_url: str, say: Callable[[str], None]) -> None:
+    import segno
+
+    qr = segno.make(command, error="m")
+    lines: list[str] = []
+    # Two modules per character cell row (upper/lower half blocks), light quiet zone: scannable on a projector.
+    matrix = [list(row) for row in qr.matrix]
+    border = 2
+    size = len(matrix)
+    padded = [[0] * (size + 2 * border) for _ in range(border)] + [[0] * border + r + [0] * border for r in matrix] + [[0] * (size + 2 * border) for _ in range(border + 1)]
+    for y in range(0, len(padded) - 1, 2):
+        top, bottom = padded[y], padded[y + 1]
+        lines.append("".join({(0, 0): "█", (1, 0): "▄", (0, 1): "▀", (1, 1): " "}[(t, b)] for t, b in zip(top, bottom)))
+    say("\n".join(lines))
+    say(f"\nStudents join with:\n\n    {command}\n\nDashboard (for the projector): {dashboard_url}\n")
+
+
+async def classroom(ns: argparse.Namespace, say: Callable[[str], None] = print) -> int:
+    plan = ClassPlan(ns.seats, ns.machine_users, ns.d)
+    warm_up(plan.schema)  # the aggregator checks replies with the randomizers' formats: import them now
+    hosts = ns.host or [local_address(), "127.0.0.1", "localhost"]
+    hosts = list(dict.fromkeys(hosts))
+    temporary = ns.pki is None
+    pki = Path(tempfile.mkdtemp(prefix="ldp-classroom-")) if temporary else Path(ns.pki)
+    try:
+        make_ca(pki, name="ldp classroom CA", days=2)
+        issue(pki, "server", "classroom", hosts=hosts, days=2)
+        token_path = new_token(pki)
+        token = read_token(token_path)
+        ca_pem = (pki / "ca.pem").read_bytes()
+        fingerprint = ca_fingerprint(ca_pem)
+        loop = asyncio.get_running_loop()
+        info: dict[str, Any] = {"plan": plan.to_json(), "hosts": hosts, "fingerprint": fingerprint, "histogram": histogram_kind(), "started": time.time()}
+        state = ClassState(info)
+        teacher = Teacher(plan, token, state, say=say)
+        aggregator = ClassroomAggregator(
+            plan.description(), f"{ns.bind}:{ns.port}", tls=server_tls(pki, token_path), on_reply=teacher.on_reply, on_change=teacher.on_change
+        )
+        teacher.aggregator = aggregator
+        teacher.grpc_port = await aggregator.start()
+        teacher.oracle = ClassroomOracle(aggregator, teacher)
+        dashboard = Dashboard(state, token=token, ca_pem=ca_pem, join_command="", allocate=teacher.allocate)
+        try:
+            http_port = await dashboard.start(ns.bind, ns.http_port)
+        except OSError as exc:
+            await aggregator.close("the classroom could not start")
+            raise LDPError(f"cannot serve the dashboard on {ns.bind}:{ns.http_port} ({exc.strerror or exc}); choose another --http-port") from None
+        command = f"ldp-sim join {hosts[0]}:{http_port} --token {token} --ca {fingerprint}"
+        dashboard.join_command = command
+        info["join"] = command
+        info["dashboard"] = f"http://{hosts[0]}:{http_port}/"
+        info["grpc_port"] = teacher.grpc_port
+        state.changed()
+        say(f"classroom: aggregator on {ns.bind}:{teacher.grpc_port} (TLS, token enrolment), dashboard on {ns.bind}:{http_port}")
+        _print_join(command, info["dashboard"], say)
+
+        async def enter(what: str) -> None:
+            say(f"(press Enter for the {what})")
+            await loop.run_in_executor(None, sys.stdin.readline)
+
+        try:
+            if ns.students > 0:
+                say(f"waiting for {ns.students} students ...")
+                end = loop.time() + ns.wait
+                while len(teacher.connected_seats()) < ns.students:
+                    if loop.time() > end:
+                        raise LDPError(f"only {len(teacher.connected_seats())} of {ns.students} students joined within {ns.wait:g} s")
+                    await asyncio.sleep(0.05)
+            else:
+                await enter("lessons, once everyone has joined")
+            say(f"{len(teacher.connected_seats())} students joined")
+
+            async def pause(what: str) -> None:
+                if ns.pace is None:
+                    await enter(what)
+                else:
+                    await asyncio.sleep(ns.pace)
+
+            await teacher.run_lessons(pause)
+            if ns.linger is None:
+                await enter("end of the class")
+            else:
+                await asyncio.sleep(ns.linger)
+        finally:
+            await aggregator.close("the class is over")
+            await dashboard.stop()
+        return 0
+    finally:
+        if temporary:
+            shutil.rmtree(pki, ignore_errors=True)
+
+
+def run_classroom(ns: argparse.Namespace, say: Callable[[str], None] = print) -> int:
+    """``ldp-sim classroom``: returns the exit code."""
+
+    def line(text: str) -> None:
+        say(text)
+        sys.stdout.flush()
+
+    return asyncio.run(classroom(ns, line))

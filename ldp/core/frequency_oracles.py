@@ -1,0 +1,1138 @@
+"""Frequency oracles: unary encodings (OUE, SUE), local hashing (OLH), Hadamard Response, and an
+adaptive choice between them and k-ary randomized response — exact on integer cells.
+
+A frequency oracle is an ε-local randomizer R over k categories c_0 < ... < c_{k−1} whose report
+w *supports* a set of categories, with two realized probabilities (Wang, Blocki, Li & Jha 2017,
+"Locally differentially private protocols for frequency estimation", §3 "pure protocols"):
+
+    p* = Pr[w supports x | u = x],     q* = Pr[w supports x | u = x′ ≠ x]   (the same for every x′).
+
+Then the count C(x) of reports supporting x gives the unbiased estimate
+f̂(x) = (C(x)/n − q*)/(p* − q*) of the fraction f(x) of users holding x, with the exact variance
+
+    Var f̂(x) = [f(x)·p*(1 − p*) + (1 − f(x))·q*(1 − q*)] / (n·(p* − q*)²)
+
+(each user's support indicator for x is Bernoulli(p*) or Bernoulli(q*), independently across
+users). ``frequencies`` and ``frequency_variance`` compute these from the *realized* p*, q* (so the
+estimate stays unbiased whatever the rounding of the cells); ``project_simplex`` is the
+consistency post-processing (Euclidean projection onto the probability simplex), offered
+separately: it is biased, the raw estimate is not.
+
+Kinds (registered in ``ldp.core.randomizers``, built from a query's finite values like ``kary_rr``):
+
+- ``oue``  optimized unary encoding (Wang et al. 2017 §4.3): k bits, the input's bit is 1 w.p. 1/2,
+           every other bit w.p. q ≈ 1/(e^ε + 1). Reports: the k bits packed (uint8 rows).
+- ``sue``  symmetric unary encoding, basic RAPPOR (Erlingsson, Pihur & Korolova 2014): the input's
+           bit is 1 w.p. p ≈ e^{ε/2}/(e^{ε/2}+1), every other bit w.p. 1 − p.
+- ``olh``  optimized local hashing (Wang et al. 2017 §4.4) with the exactly universal family of
+           random GF(2)-linear maps h_A: {0,1}^m → {0,1}^l, g = 2^l ≈ e^ε + 1: report (A, y), y the
+           exact g-ary randomized response of h_A(u). Reports: uint16 rows (A's l rows, y). The
+           server is O(n·g + k log k) by a Walsh–Hadamard transform, never O(n·k) Python.
+- ``hadamard_response``  Hadamard Response (Acharya, Sun & Zhang 2019, "Hadamard response:
+           estimating distributions privately, efficiently, and with little communication"):
+           one index j ∈ [K], K = 2^M > k, uniform on the +1 half of row x+1 of the Sylvester
+           Hadamard matrix w.p. ≈ e^ε/(e^ε+1), else on the −1 half. Reports: uint32.
+- ``subset_selection``  Subset Selection (Wang, Wu & Hu 2016; Ye & Barg 2018): a d-subset of the
+           categories, d = round(k/(e^ε + 1)), holding the input w.p. ≈ de^ε/(de^ε + k − d); exact
+           with a 2^-20 slack (``SubsetSelection``). Reports: the k bits of the subset, packed.
+- ``adaptive_fo``  k-ary randomized response when k − 2 < 3e^ε (its variance is then the smaller,
+           Wang et al. 2017 §5), else OLH (or OUE, ``params={"prefer": "oue"}``): ``choose_oracle``.
+
+Exactness (docs/audit.md). Every sampler compares integers from its per-user 64-bit draws with
+integer cells, as ``rr_cells`` does; no float threshold is ever compared with a draw.
+
+- Unary encodings: bit j is decided by chunk (j mod c) of draw ⌊j/c⌋, a b-bit integer X_j
+  (c = 64/b chunks per word, least significant first; b ∈ {16, 32, 64}, the smallest whose
+  cells are tight, ``chunk_bits``): y_j = 1[X_j < T_j] with T_j = T_in if j = u else T_out.
+  OUE: T_in = 2^{b−1}, T_out = ⌈2^b/(e^ε+1)⌉ (``ceil_share``); SUE: T_out = ⌈2^b/(e^{ε/2}+1)⌉
+  at the exact rational ε/2, T_in = 2^b − T_out.
+  *Theorem (exact audit by structure).* The bits are independent given u and bit j's law depends
+  only on whether j = u. Hence for u ≠ u′ and any report y, every factor of Pr[y|u]/Pr[y|u′]
+  cancels except bits u and u′, and the privacy loss is exactly that of the two-bit channel
+  (y_u, y_{u′}), the same for every k ≥ 2:
+      max ratio = max(T_in(2^b − T_out), T_out(2^b − T_in)) / min(...) ;
+  OUE: (2^b − T_out)/T_out ≤ e^ε by ``ceil_share``; SUE: ((2^b − T_out)/T_out)² ≤ (e^{ε/2})².
+  ``verify_structure`` checks that loss exactly at the randomizer's own (ε, b), checks the
+  structure on the real sampler (bit j changes exactly when X_j crosses T_j, never when another
+  chunk moves), and ``enumerated`` lets ``verify_exact`` enumerate every report on small k.
+- OLH: the report is (A, y): A's rows a_r = bits(1 + r) >> (64 − m) are uniform and independent
+  of u; y = exact g-ary RR (``rr_cells``(ε, g) on bits(0)) of h_A(u), h_A(x)_r = parity(a_r & x).
+  Pr[(A, y)|u] = 2^{−ml}·(A_g if y = h_A(u) else B_g)/2^64, so the loss is exactly ln(A_g/B_g) ≤ ε,
+  whatever k: the g-ary RR channel's (``verify_structure`` audits it with ``verify_exact``).
+  Unbiasedness needs Pr_A[h_A(x) = h_A(x′)] = 2^{−l} exactly for x ≠ x′ (true: A(x ⊕ x′) is
+  uniform on {0,1}^l), which gives q* = p/g + (1 − 1/g)·q = 1/g exactly.
+- Hadamard Response: Pr[j|x] = (A if j ∈ C_x else B)/(2^64·2^{M−1}) with (A, B) = ``rr_cells``(ε, 2)
+  and C_x = {j : ⟨x+1, j⟩ = 0 mod 2}, |C_x| = 2^{M−1}: loss ln(A/B) ≤ ε. ``verify_exact``
+  audits it directly at every k (its per-output extremes are computed by structure).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ldp.core.audit import ExactAudit, FixedRandomness, _exp_bounds, _log_ratio, verify_exact
+from ldp.core.errors import ParameterError, require_epsilon
+from ldp.core.randomizers import TWO64, KaryRandomizedResponse, Randomizer, _rr_draw, ceil_share, rr_cells
+from ldp.core.rng import Draws
+
+__all__ = [
+    "FrequencyOracle",
+    "OptimizedUnaryEncoding",
+    "SymmetricUnaryEncoding",
+    "OptimizedLocalHashing",
+    "HadamardResponse",
+    "SubsetSelection",
+    "choose_oracle",
+    "frequency_estimates",
+    "frequency_variance",
+    "support_probabilities",
+    "project_simplex",
+    "walsh_hadamard",
+    "build_frequency_oracle",
+    "verify_structure",
+    "enumerated",
+    "MAX_CATEGORIES",
+]
+
+MAX_CATEGORIES = 1 << 16  # a query's finite values: int16 fields give at most 2^16
+_LN2 = math.log(2.0)
+_CHUNK_DTYPES: dict[int, type[np.unsignedinteger[Any]]] = {16: np.uint16, 32: np.uint32, 64: np.uint64}
+_BLOCK_BYTES = 1 << 25  # memory bound of one column block of draws in the unary samplers
+
+
+def _categories(kind: str, categories: tuple[float, ...]) -> tuple[float, ...]:
+    cats = tuple(float(c) for c in categories)
+    if len(cats) < 2 or len(set(cats)) != len(cats):
+        raise ParameterError(f"{kind} needs k ≥ 2 distinct categories, got k={len(cats)}: {cats[:8]}")
+    if len(cats) > MAX_CATEGORIES:
+        raise ParameterError(f"{kind} takes at most {MAX_CATEGORIES} categories, got k={len(cats)}")
+    if any(not math.isfinite(c) for c in cats):
+        raise ParameterError(f"{kind} categories must be finite, got {cats[:8]}")
+    return tuple(sorted(cats))
+
+
+def walsh_hadamard(a: np.ndarray) -> np.ndarray:
+    """The Walsh–Hadamard transform H·a, (H·a)[x] = Σ_z a[z]·(−1)^{popcount(x & z)}, of a vector of
+    length 2^m, in O(2^m·m) (exact on integers). The server side of OLH and Hadamard Response."""
+    out = np.array(a, copy=True)
+    n = len(out)
+    if n & (n - 1):
+        raise ParameterError(f"walsh_hadamard needs a length that is a power of two, got {n}")
+    h = 1
+    while h < n:
+        v = out.reshape(-1, 2, h)
+        low = v[:, 0, :].copy()
+        v[:, 0, :] += v[:, 1, :]
+        v[:, 1, :] = low - v[:, 1, :]
+        h *= 2
+    return out
+
+
+def project_simplex(f: np.ndarray) -> np.ndarray:
+    """The Euclidean projection of estimates onto the probability simplex {p ≥ 0, Σp = 1}.
+
+    Consistency post-processing (Wang et al. 2020, "Locally differentially private frequency
+    estimation with consistency", Norm-Sub; the sort-based algorithm of Duchi, Shalev-Shwartz,
+    Singer & Chandra 2008): p = max(f − τ, 0) with τ chosen so that Σp = 1. It is post-processing
+    (no privacy cost), lowers the L2 error, and is **biased**; ``frequencies`` stays unbiased.
+
+    >>> project_simplex(np.array([0.7, 0.5, -0.2])).tolist()
+    [0.6, 0.4, 0.0]
+    """
+    v = np.asarray(f, dtype=np.float64).ravel()
+    if v.size == 0 or not np.isfinite(v).all():
+        raise ParameterError("project_simplex needs a non-empty vector of finite estimates")
+    u = np.sort(v)[::-1]
+    css = np.cumsum(u) - 1.0
+    ind = np.arange(1, len(u) + 1)
+    rho = int(np.nonzero(u - css / ind > 0)[0][-1])
+    tau = css[rho] / (rho + 1)
+    return np.maximum(v - tau, 0.0)
+
+
+# --- the common estimator ---
+
+
+class FrequencyOracle(Randomizer):
+    """A randomizer over k categories whose reports support categories (module docstring).
+
+    Subclasses give ``support_counts(reports)`` (C(x) for every category) and the exact
+    ``support_fractions()`` (p*, q*) as Fractions; reports are rows (``report_columns``)."""
+
+    categories: tuple[float, ...]
+    report_columns: ClassVar[int | None] = None  # overridden per instance where rows have a width
+
+    @property
+    def k(self) -> int:
+        return len(self.categories)
+
+    def input_domain(self) -> np.ndarray:
+        return np.asarray(self.categories)
+
+    def _index(self, values: np.ndarray) -> np.ndarray:
+        cats = np.asarray(self.categories)
+        v = np.asarray(values, dtype=np.float64)
+        idx = np.clip(np.searchsorted(cats, v), 0, self.k - 1)
+        if not np.array_equal(cats[idx], v):
+            raise ParameterError(f"{self.kind}: an input is not one of the categories {self.categories[:8]}")
+        return idx.astype(np.int64)
+
+    def report_domains(self) -> tuple[np.ndarray | None, ...]:
+        """Per report column, the allowed values (None: any value of the dtype)."""
+        raise NotImplementedError
+
+    def support_fractions(self) -> tuple[Fraction, Fraction]:
+        """(p*, q*) exactly: Pr[report supports x | u = x] and | u ≠ x."""
+        raise NotImplementedError
+
+    def support_counts(self, reports: np.ndarray) -> np.ndarray:
+        """C(x): the number of reports supporting each category (int64, shape (k,))."""
+        raise NotImplementedError
+
+    def frequencies(self, reports: np.ndarray) -> np.ndarray:
+        """Unbiased estimates f̂(x) = (C(x)/n − q*)/(p* − q*) of the fraction of users in each
+        category, with the realized p*, q* (module docstring). They may be negative and need not
+        sum to 1: ``project_simplex`` makes them consistent (biased)."""
+        reports = np.asarray(reports)
+        n = len(reports)
+        if n == 0:
+            raise ParameterError(f"{self.kind}: no reports to estimate from")
+        p, q = (float(x) for x in self.support_fractions())
+        return (self.support_counts(reports) / n - q) / (p - q)
+
+    def frequency_variance(self, f: np.ndarray | float, n: int) -> np.ndarray:
+        """Var f̂(x) = [f p*(1 − p*) + (1 − f) q*(1 − q*)]/(n (p* − q*)²), exactly."""
+        return _variance(self.support_fractions(), f, n)
+
+
+def _variance(pq: tuple[Fraction, Fraction], f: np.ndarray | float, n: int) -> np.ndarray:
+    p, q = (float(x) for x in pq)
+    f = np.asarray(f, dtype=np.float64)
+    return (f * p * (1 - p) + (1 - f) * q * (1 - q)) / (n * (p - q) ** 2)
+
+
+def support_probabilities(R: Randomizer) -> tuple[Fraction, Fraction]:
+    """(p*, q*) of a frequency oracle or of k-ary randomized response (p, q = its cells/2^64)."""
+    if isinstance(R, FrequencyOracle):
+        return R.support_fractions()
+    if isinstance(R, KaryRandomizedResponse):
+        a, b = R.cell_sizes
+        return Fraction(a, TWO64), Fraction(b, TWO64)
+    raise ParameterError(f"{type(R).__name__} is not a frequency oracle")
+
+
+def frequency_estimates(R: Randomizer, reports: np.ndarray) -> np.ndarray:
+    """Unbiased frequency estimates from any frequency oracle's reports (``kary_rr`` included):
+    what the aggregator runs on an ``adaptive_fo`` request, whichever oracle it chose."""
+    if isinstance(R, (FrequencyOracle, KaryRandomizedResponse)):
+        return R.frequencies(reports)
+    raise ParameterError(f"{type(R).__name__} is not a frequency oracle")
+
+
+def frequency_variance(R: Randomizer, f: np.ndarray | float, n: int) -> np.ndarray:
+    """The exact variance of ``frequency_estimates`` for n users at true frequencies f."""
+    return _variance(support_probabilities(R), f, n)
+
+
+def choose_oracle(k: int, epsilon: float, prefer: str = "olh") -> str:
+    """'kary_rr' when k − 2 < 3e^ε, else ``prefer`` ('olh' or 'oue').
+
+    Wang et al. 2017 §5: per-value variances (f → 0) are (e^ε + k − 2)/(e^ε − 1)² for k-ary RR and
+    4e^ε/(e^ε − 1)² for OUE and OLH, so RR wins exactly when k − 2 < 3e^ε. OLH and OUE tie;
+    OLH's report is l + 1 16-bit words instead of k bits (its server costs O(n·g) instead of O(n·k)).
+    """
+    if prefer not in ("olh", "oue"):
+        raise ParameterError(f"adaptive_fo: prefer must be 'olh' or 'oue', got {prefer!r}")
+    return "kary_rr" if k - 2 < 3.0 * math.exp(min(float(epsilon), 700.0)) else prefer
+
+
+# --- unary encodings ---
+
+
+@dataclass(frozen=True)
+class _UnaryEncoding(FrequencyOracle):
+    """k bits, bit j = 1[X_j < T_j] on b-bit chunks of the draws (module docstring)."""
+
+    epsilon: float
+    categories: tuple[float, ...]
+    report_dtype: ClassVar[type[np.generic]] = np.uint8
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "epsilon", require_epsilon(self.epsilon))
+        object.__setattr__(self, "categories", _categories(self.kind, self.categories))
+        self.thresholds  # noqa: B018  (validates)
+
+    @staticmethod
+    def _cells(epsilon: float, b: int) -> tuple[int, int]:
+        """(T_in, T_out) on the 2^b grid; ParameterError when the grid cannot express ε."""
+        raise NotImplementedError
+
+    @property
+    def chunk_bits(self) -> int:
+        """b: the smallest of 16, 32, 64 whose cells keep the realized loss ≥ (1 − 2^-7)·ε."""
+        return _chunk_bits(type(self), self.epsilon)
+
+    @property
+    def thresholds(self) -> tuple[int, int]:
+        """(T_in, T_out): bit u is 1 iff its chunk < T_in, every other bit iff < T_out."""
+        return type(self)._cells(self.epsilon, self.chunk_bits)
+
+    @property
+    def report_columns(self) -> int:  # type: ignore[override]
+        return (self.k + 7) // 8
+
+    def report_domains(self) -> tuple[np.ndarray | None, ...]:
+        """Every byte may take any value, except the padding bits of the last (zero)."""
+        pad = 8 * self.report_columns - self.k
+        last = None if pad == 0 else np.arange(0, 256, 1 << pad)
+        return (None,) * (self.report_columns - 1) + (last,)
+
+    def output_domain(self) -> None:
+        return None  # 2^k reports: audited by structure (``verify_structure``) or ``enumerated``
+
+    def bit_probabilities(self) -> tuple[Fraction, Fraction]:
+        """(Pr[bit u = 1], Pr[other bit = 1]), exactly."""
+        t_in, t_out = self.thresholds
+        b = self.chunk_bits
+        return Fraction(t_in, 1 << b), Fraction(t_out, 1 << b)
+
+    def support_fractions(self) -> tuple[Fraction, Fraction]:
+        return self.bit_probabilities()
+
+    def sample(self, inputs: np.ndarray, randomness: Draws) -> np.ndarray:
+        idx = self._index(inputs)
+        n, k, b = len(idx), self.k, self.chunk_bits
+        c = 64 // b
+        dt = _CHUNK_DTYPES[b]
+        t_in, t_out = (dt(t) for t in self.thresholds)
+        words = -(-k // c)
+        out = np.zeros((n, self.report_columns), dtype=np.uint8)
+        # Column blocks of 8 words (a multiple of 8 bits), as many as fit the memory bound.
+        block = max(8, (_BLOCK_BYTES // max(1, 8 * n)) // 8 * 8)
+        rows = np.arange(n)
+        for d0 in range(0, words, block):
+            d1 = min(words, d0 + block)
+            draws = np.empty((n, d1 - d0), dtype=np.uint64)
+            for d in range(d0, d1):
+                draws[:, d - d0] = randomness.bits(d)
+            chunks = draws.view(dt).reshape(n, (d1 - d0) * c)  # chunk i of a word = bits b·i.. (little-endian)
+            j0, j1 = d0 * c, min(k, d1 * c)
+            chunks = chunks[:, : j1 - j0]
+            bits = chunks < t_out
+            mine = (idx >= j0) & (idx < j1)
+            r, col = rows[mine], idx[mine] - j0
+            bits[r, col] = chunks[r, col] < t_in  # the input's bit: its own chunk, threshold T_in
+            out[:, j0 // 8 : (j1 + 7) // 8] = np.packbits(bits, axis=1)
+        return out
+
+    def log_prob(self, u: np.ndarray | float, w: np.ndarray | float) -> np.ndarray:
+        """Σ_j log Pr[y_j] for packed reports w (rows of ``report_columns`` bytes), broadcast with u."""
+        t_in, t_out = self.thresholds
+        b = self.chunk_bits
+        w = np.asarray(w, dtype=np.uint8)
+        idx = self._index(np.asarray(u, dtype=np.float64).ravel()).reshape(np.shape(u))
+        ones = np.bitwise_count(w).sum(axis=-1, dtype=np.int64)
+        shape = np.broadcast_shapes(idx.shape, w.shape[:-1])
+        wb = np.broadcast_to(w, shape + (w.shape[-1],))
+        byte = np.take_along_axis(wb, np.broadcast_to(idx // 8, shape)[..., None], axis=-1)[..., 0]
+        yu = (byte >> (7 - idx % 8)) & 1
+        logs = [math.log(t_in), math.log((1 << b) - t_in), math.log(t_out), math.log((1 << b) - t_out)]
+        other_ones = ones - yu
+        return (
+            np.where(yu == 1, logs[0], logs[1]) + other_ones * logs[2] + (self.k - 1 - other_ones) * logs[3] - self.k * b * _LN2
+        )
+
+    def support_counts(self, reports: np.ndarray) -> np.ndarray:
+        """C(x) = Σ_i y_{i,x}: column sums of the unpacked bits, in blocks of rows."""
+        w = np.asarray(reports, dtype=np.uint8)
+        if w.ndim != 2 or w.shape[1] != self.report_columns:
+            raise ParameterError(f"{self.kind}: reports must be rows of {self.report_columns} bytes, got shape {w.shape}")
+        counts = np.zeros(self.k, dtype=np.int64)
+        step = max(1, (1 << 24) // self.k)
+        for lo in range(0, len(w), step):
+            counts += np.unpackbits(w[lo : lo + step], axis=1, count=self.k).sum(axis=0, dtype=np.int64)
+        return counts
+
+    # exact audit on small k (``enumerated``): one virtual draw per bit
+    def _virtual_bits(self) -> int:
+        return self.chunk_bits
+
+
+@functools.lru_cache(maxsize=1024)
+def _chunk_bits(cls: type[_UnaryEncoding], epsilon: float) -> int:
+    for b in (16, 32):
+        try:
+            t_in, t_out = cls._cells(epsilon, b)
+        except ParameterError:
+            continue
+        top = 1 << b
+        loss = math.log(max(t_in * (top - t_out), t_out * (top - t_in))) - math.log(min(t_in * (top - t_out), t_out * (top - t_in)))
+        if loss >= (1 - 2**-7) * epsilon:
+            return b
+    return 64
+
+
+def _binary_cells(total: int, epsilon: float | Fraction, kind: str) -> int:
+    """⌈total/(e^ε + 1)⌉, refused when it is not below total/2 (ε under the grid's resolution)."""
+    t = ceil_share(total, epsilon, 2)
+    if 2 * t >= total:
+        raise ParameterError(f"{kind} at ε={float(epsilon):.3g} is below the 2^-64 resolution of its draws; use a larger ε")
+    return t
+
+
+@dataclass(frozen=True)
+class OptimizedUnaryEncoding(_UnaryEncoding):
+    """Optimized unary encoding (Wang et al. 2017 §4.3), exact on integer cells.
+
+    The input's bit is 1 w.p. exactly 1/2, every other bit w.p. T_out/2^b, T_out = ⌈2^b/(e^ε+1)⌉:
+    privacy loss ln((2^b − T_out)/T_out) ≤ ε exactly (module docstring, ``verify_structure``).
+    Estimator: p* = 1/2, q* = T_out/2^b; Var f̂ ≈ 4e^ε/(n(e^ε − 1)²) at f → 0.
+
+    >>> import ldp
+    >>> R = OptimizedUnaryEncoding(1.0, tuple(range(16)))
+    >>> R.chunk_bits, [round(float(x), 4) for x in R.bit_probabilities()]
+    (16, [0.5, 0.269])
+    >>> verify_structure(R).passed
+    True
+    """
+
+    kind: ClassVar[str] = "oue"
+
+    @staticmethod
+    def _cells(epsilon: float, b: int) -> tuple[int, int]:
+        return 1 << (b - 1), _binary_cells(1 << b, epsilon, "oue")
+
+
+@dataclass(frozen=True)
+class SymmetricUnaryEncoding(_UnaryEncoding):
+    """Symmetric unary encoding, basic one-time RAPPOR (Erlingsson et al. 2014), exact.
+
+    Every bit is flipped with the same probability: the input's bit is 1 w.p. (2^b − T)/2^b, every
+    other bit w.p. T/2^b, T = ⌈2^b/(e^{ε/2}+1)⌉ at the exact rational ε/2: privacy loss
+    2·ln((2^b − T)/T) ≤ ε exactly. Var f̂ ≈ e^{ε/2}/(n(e^{ε/2} − 1)²) at f → 0.
+    """
+
+    kind: ClassVar[str] = "sue"
+
+    @staticmethod
+    def _cells(epsilon: float, b: int) -> tuple[int, int]:
+        t = _binary_cells(1 << b, Fraction(epsilon) / 2, "sue")
+        return (1 << b) - t, t
+
+
+# --- optimized local hashing ---
+
+
+def _parity(x: np.ndarray) -> np.ndarray:
+    return (np.bitwise_count(x) & 1).astype(np.int64)
+
+
+@dataclass(frozen=True)
+class OptimizedLocalHashing(FrequencyOracle):
+    """Optimized local hashing (Wang et al. 2017 §4.4) with random GF(2)-linear hashes, exact.
+
+    Input index x < k as m = ⌈log2 k⌉ bits. Hash: A = (a_0, ..., a_{l−1}), a_r = bits(1 + r) >> (64 − m),
+    h_A(x) = Σ_r parity(a_r & x)·2^r ∈ [g], g = 2^l (``hash_bits`` l; default round(log2(e^ε + 1))
+    within [1, m]). Report: the row (a_0, ..., a_{l−1}, y), y = exact g-ary RR of h_A(x) on bits(0)
+    (``rr_cells``(ε, g): keep A_g/2^64, each other B_g/2^64). Privacy: ln(A_g/B_g) ≤ ε exactly, for
+    every k (module docstring). The family is exactly universal, so q* = 1/g and p* = A_g/2^64.
+    Server (``support_counts``): C = 2^{−l}·H·F, F[z] = Σ_i Σ_{s ∈ [g]} (−1)^{⟨s, y_i⟩}·1[z = ⊕_{r∈s} a_{i,r}],
+    in O(n·g + 2^m·m) (a Gray-code walk over s, one bincount each); ``support_counts_direct`` is
+    the O(n·k) definition, used when it is cheaper and to check the transform.
+    Var f̂ ≈ (g − 1 + e^ε)²/(n(e^ε − 1)²(g − 1)) at f → 0, = 4e^ε/(n(e^ε − 1)²) at g = e^ε + 1.
+    """
+
+    epsilon: float
+    categories: tuple[float, ...]
+    hash_bits: int | None = None
+    kind: ClassVar[str] = "olh"
+    report_dtype: ClassVar[type[np.generic]] = np.uint16
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "epsilon", require_epsilon(self.epsilon))
+        object.__setattr__(self, "categories", _categories(self.kind, self.categories))
+        m = self.m
+        if self.hash_bits is None:
+            default = round(math.log2(math.exp(min(self.epsilon, 700.0)) + 1.0))
+            object.__setattr__(self, "hash_bits", max(1, min(m, default)))
+        l_ = self.hash_bits
+        if isinstance(l_, bool) or not isinstance(l_, (int, np.integer)) or not 1 <= l_ <= m:
+            raise ParameterError(f"olh: hash_bits must be an integer in [1, {m}] (g = 2^hash_bits ≤ 2^⌈log2 k⌉), got {l_!r}")
+        object.__setattr__(self, "hash_bits", int(l_))
+        rr_cells(self.epsilon, self.g)  # validates
+
+    @property
+    def m(self) -> int:
+        return max(1, (self.k - 1).bit_length())
+
+    @property
+    def l(self) -> int:  # noqa: E743 - the paper's name
+        assert self.hash_bits is not None  # set in __post_init__
+        return self.hash_bits
+
+    @property
+    def g(self) -> int:
+        return 1 << self.l
+
+    @property
+    def cell_sizes(self) -> tuple[int, int]:
+        return rr_cells(self.epsilon, self.g)
+
+    @property
+    def report_columns(self) -> int:  # type: ignore[override]
+        return self.l + 1
+
+    def report_domains(self) -> tuple[np.ndarray | None, ...]:
+        return (np.arange(1 << self.m),) * self.l + (np.arange(self.g),)
+
+    def output_domain(self) -> None:
+        return None  # 2^{ml}·g reports: audited by structure or ``enumerated``
+
+    def support_fractions(self) -> tuple[Fraction, Fraction]:
+        return Fraction(self.cell_sizes[0], TWO64), Fraction(1, self.g)
+
+    def hash(self, rows: np.ndarray, x: np.ndarray) -> np.ndarray:
+        """h_A(x) for hash rows (…, l) and indices x, broadcast: Σ_r parity(a_r & x)·2^r."""
+        a = np.asarray(rows, dtype=np.int64)
+        x = np.asarray(x, dtype=np.int64)
+        out = np.zeros(np.broadcast_shapes(a.shape[:-1], x.shape), dtype=np.int64)
+        for r in range(self.l):
+            out |= _parity(a[..., r] & x) << r
+        return out
+
+    def sample(self, inputs: np.ndarray, randomness: Draws) -> np.ndarray:
+        idx = self._index(inputs)
+        n, m, l_ = len(idx), self.m, self.l
+        out = np.empty((n, l_ + 1), dtype=np.uint16)
+        shift = np.uint64(64 - m)
+        for r in range(l_):
+            out[:, r] = randomness.bits(1 + r) >> shift
+        hashed = self.hash(out[:, :l_], idx)
+        a, b = self.cell_sizes
+        out[:, l_] = _rr_draw(hashed, randomness.bits(0), a, b)
+        return out
+
+    def log_prob(self, u: np.ndarray | float, w: np.ndarray | float) -> np.ndarray:
+        w = np.asarray(w, dtype=np.int64)
+        idx = self._index(np.asarray(u, dtype=np.float64).ravel()).reshape(np.shape(u))
+        keep = self.hash(w[..., : self.l], idx) == w[..., self.l]
+        a, b = self.cell_sizes
+        return np.where(keep, math.log(a), math.log(b)) - (64 + self.m * self.l) * _LN2
+
+    def _check_reports(self, reports: np.ndarray) -> np.ndarray:
+        w = np.asarray(reports)
+        if w.ndim != 2 or w.shape[1] != self.l + 1:
+            raise ParameterError(f"olh: reports must be rows of {self.l + 1} values (hash rows, y), got shape {w.shape}")
+        return w.astype(np.int64)
+
+    def support_counts(self, reports: np.ndarray) -> np.ndarray:
+        w = self._check_reports(reports)
+        n = len(w)
+        if n * self.k * self.l <= self.g * (n + (1 << self.m)) + (self.m << self.m):
+            return self.support_counts_direct(w)
+        size = 1 << self.m
+        z = np.zeros(n, dtype=np.int64)
+        sign = np.ones(n, dtype=np.float64)
+        f = np.bincount(z, weights=sign, minlength=size)
+        for t in range(1, self.g):  # Gray code: s_t = t ^ (t >> 1) differs from s_{t−1} in bit ctz(t)
+            r = (t & -t).bit_length() - 1
+            z ^= w[:, r]
+            sign *= 1.0 - 2.0 * ((w[:, self.l] >> r) & 1)
+            f += np.bincount(z, weights=sign, minlength=size)
+        # f holds integers of magnitude ≤ n·g < 2^53: exact in float64
+        total = walsh_hadamard(np.rint(f).astype(np.int64))
+        return (total >> self.l)[: self.k]  # exact: every entry is a multiple of g
+
+    def support_counts_direct(self, reports: np.ndarray) -> np.ndarray:
+        """C(x) = Σ_i 1[h_{A_i}(x) = y_i] by hashing every category for every report (O(n·k·l))."""
+        w = self._check_reports(reports)
+        counts = np.zeros(self.k, dtype=np.int64)
+        xs = np.arange(self.k, dtype=np.int64)
+        step = max(1, (1 << 22) // self.k)
+        for lo in range(0, len(w), step):
+            chunk = w[lo : lo + step]
+            counts += (self.hash(chunk[:, None, : self.l], xs[None, :]) == chunk[:, self.l, None]).sum(axis=0)
+        return counts
+
+    def _virtual_bits(self) -> int:
+        return 64
+
+
+# --- Hadamard response ---
+
+
+@dataclass(frozen=True)
+class HadamardResponse(FrequencyOracle):
+    """Hadamard Response (Acharya, Sun & Zhang 2019), exact on integer cells.
+
+    K = 2^M with M = bit_length(k) (so K > k); input index x uses row a = x + 1 of the Sylvester
+    Hadamard matrix, C_x = {j ∈ [K] : parity(a & j) = 0} (half of [K]). One draw decides "in C_x"
+    (X0 < A, ``rr_cells``(ε, 2)); the top M − 1 bits of draw 1 pick t ∈ [2^{M−1}] uniformly, mapped
+    to the t-th element of C_x (or of its complement) by inserting at a's lowest set bit p the
+    bit that sets the parity. Pr[j|x] = (A or B)/(2^64·2^{M−1}): loss ln(A/B) ≤ ε exactly.
+    Estimator: p* = A/2^64, q* = 1/2 exactly (two distinct rows' halves meet in K/4 places);
+    C(x) = (n + (H·N)[x + 1])/2 with N the histogram of the reports. Var f̂ = [f p*(1−p*) + (1−f)/4]/(n(p* − 1/2)²),
+    ≈ (e^ε+1)²/(n(e^ε−1)²) at f → 0.
+    """
+
+    epsilon: float
+    categories: tuple[float, ...]
+    kind: ClassVar[str] = "hadamard_response"
+    report_dtype: ClassVar[type[np.generic]] = np.uint32
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "epsilon", require_epsilon(self.epsilon))
+        object.__setattr__(self, "categories", _categories(self.kind, self.categories))
+        rr_cells(self.epsilon, 2)
+
+    @property
+    def M(self) -> int:  # noqa: N802 - the paper's name
+        return self.k.bit_length()
+
+    @property
+    def K(self) -> int:  # noqa: N802
+        return 1 << self.M
+
+    @property
+    def cell_sizes(self) -> tuple[int, int]:
+        return rr_cells(self.epsilon, 2)
+
+    def output_domain(self) -> np.ndarray:
+        return np.arange(self.K, dtype=np.float64)
+
+    def report_domains(self) -> tuple[np.ndarray | None, ...]:
+        return (np.arange(self.K),)
+
+    def support_fractions(self) -> tuple[Fraction, Fraction]:
+        return Fraction(self.cell_sizes[0], TWO64), Fraction(1, 2)
+
+    def sample(self, inputs: np.ndarray, randomness: Draws) -> np.ndarray:
+        a_row = self._index(inputs) + 1
+        a, _ = self.cell_sizes
+        inside = randomness.bits(0) < np.uint64(a)
+        t = (randomness.bits(1) >> np.uint64(65 - self.M)).astype(np.int64)
+        low_bit = a_row & -a_row
+        below = t & (low_bit - 1)
+        j = ((t - below) << 1) | below  # a zero inserted at the pivot bit
+        wrong = _parity(a_row & j) != np.where(inside, 0, 1)
+        return (j | np.where(wrong, low_bit, 0)).astype(np.uint32)
+
+    def _masses(self, rows: np.ndarray, j: np.ndarray) -> np.ndarray:
+        a, b = self.cell_sizes
+        return np.where(_parity(rows & j) == 0, np.uint64(a), np.uint64(b)).astype(np.uint64)
+
+    def log_prob(self, u: np.ndarray | float, w: np.ndarray | float) -> np.ndarray:
+        rows = self._index(np.asarray(u, dtype=np.float64).ravel()).reshape(np.shape(u)) + 1
+        j = np.asarray(w).astype(np.int64)
+        return np.log(self._masses(rows, j).astype(np.float64)) - (64 + self.M - 1) * _LN2
+
+    def realized(self, inputs: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+        rows = self._index(np.asarray(inputs, dtype=np.float64).ravel()) + 1
+        j = np.arange(self.K, dtype=np.int64)
+        return self.output_domain(), self._masses(rows[:, None], j[None, :]), TWO64 << (self.M - 1)
+
+    def realized_column(self, inputs: np.ndarray, j: int) -> np.ndarray:
+        rows = self._index(np.asarray(inputs, dtype=np.float64).ravel()) + 1
+        return self._masses(rows, np.asarray(j, dtype=np.int64))
+
+    def realized_extremes(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+        """Per output j, by structure: some row a ∈ [1, k] has parity(a & j) = 1 iff j ≠ 0 and j's
+        lowest set bit is ≤ k (a = that bit; a smaller a misses every bit of j); some has parity 0
+        iff k ≥ 3 (among a = 1, 2, 3 the parities are p1, p2, p1 ⊕ p2) or, for k ≤ 2, by listing."""
+        a, b = self.cell_sizes
+        j = np.arange(self.K, dtype=np.int64)
+        has_odd = (j != 0) & ((j & -j) <= self.k)
+        if self.k >= 3:
+            has_even = np.ones(self.K, dtype=bool)
+        else:
+            rows = np.arange(1, self.k + 1, dtype=np.int64)
+            has_even = (_parity(rows[:, None] & j[None, :]) == 0).any(axis=0)
+        hi = np.where(has_even, np.uint64(a), np.uint64(b)).astype(np.uint64)
+        lo = np.where(has_odd, np.uint64(b), np.uint64(a)).astype(np.uint64)
+        return self.audit_inputs(), self.output_domain(), hi, lo, TWO64 << (self.M - 1)
+
+    def draw_cells(self, u: float) -> list[np.ndarray]:
+        step = np.uint64(1 << (65 - self.M))
+        return [np.array([0, self.cell_sizes[0]], dtype=np.uint64), np.arange(1 << (self.M - 1), dtype=np.uint64) * step]
+
+    def support_counts(self, reports: np.ndarray) -> np.ndarray:
+        j = np.asarray(reports).astype(np.int64).ravel()
+        if j.size and (j.min() < 0 or j.max() >= self.K):
+            raise ParameterError(f"hadamard_response: reports must be indices in [0, {self.K}), got {int(j.min())}..{int(j.max())}")
+        counts = np.bincount(j, minlength=self.K)
+        return (len(j) + walsh_hadamard(counts)[1 : self.k + 1]) // 2
+
+
+# --- subset selection ---
+
+SS_SLACK = 2.0**-20  # η: the in/out coin is built for ε(1 − η); the rest absorbs the pick cells
+
+
+def _mulhi(x: np.ndarray, m: np.ndarray | int) -> np.ndarray:
+    """⌊x·m/2^64⌋ for uint64 x and m < 2^32, exactly (two 32-bit halves)."""
+    x = np.asarray(x, dtype=np.uint64)
+    m64 = np.asarray(m, dtype=np.uint64)
+    s32 = np.uint64(32)
+    high = (x >> s32) * m64
+    low = ((x & np.uint64(0xFFFFFFFF)) * m64) >> s32
+    return (high + low) >> s32
+
+
+@functools.lru_cache(maxsize=1024)
+def _ss_cells(epsilon: float, k: int, d: int) -> tuple[int, int]:
+    """(A_in, A_out), A_in + A_out = 2^64, A_in/A_out ≤ e^{ε(1−η)}·d/(k − d): ``ceil_share`` at
+    ε′ = ε(1 − η) + ln(d/(k − d)), computed in 80-digit Decimals rounded down."""
+    from decimal import ROUND_FLOOR, Decimal, localcontext
+
+    with localcontext() as ctx:
+        ctx.prec = 80
+        ctx.rounding = ROUND_FLOOR
+        shifted = Decimal(epsilon) * (1 - Decimal(SS_SLACK)) + (Decimal(d) / Decimal(k - d)).ln()
+        shifted -= shifted.copy_abs().scaleb(-70) + Decimal(10) ** -70  # below the ln's rounding
+    a_out = ceil_share(TWO64, shifted, 2)
+    return TWO64 - a_out, a_out
+
+
+@dataclass(frozen=True)
+class SubsetSelection(FrequencyOracle):
+    """Subset Selection (Wang, Wu & Hu 2016; Ye & Barg 2018), exact on integer cells.
+
+    A report is a d-subset S of the k categories, d = max(1, round(k/(e^ε + 1))) (``subset_size``):
+    Pr[S | x] ∝ e^ε if x ∈ S else 1. One draw decides "x ∈ S" (X0 < A_in, ``_ss_cells``), then the
+    other t = d − 1 (or d) members are a partial Fisher–Yates shuffle of the k − 1 other categories
+    in order: step s swaps position s with s + ⌊X_{1+s}·m_s/2^64⌋, m_s = k − 1 − s (exact 64×32-bit
+    multiply-high). Reports: the k bits of S, packed (as the unary encodings).
+
+    Exactness (with slack, like ``discrete_laplace``). Step s's cells have sizes ⌊2^64/m_s⌋ or
+    ⌈2^64/m_s⌉, within a factor (1 ± m_s/2^64) of uniform; a set's probability is a sum over its
+    orderings, so every realized subset probability is within ((1 + k/2^64)/(1 − k/2^64))^d of
+    the ideal uniform one, on either side. The ideal ratio is (A_in/A_out)·(k − d)/d ≤ e^{ε(1−η)},
+    so the realized loss is ≤ ε(1 − η) + 2d·ln((1 + k/2^64)/(1 − k/2^64)) ≤ ε, which
+    ``__post_init__`` checks (it refuses ε below ≈ 2^52·d·k/2^64, where the pick cells' rounding
+    would not fit in εη). ``verify_structure`` computes that bound in exact arithmetic;
+    ``enumerated`` audits small k exactly, every report and cell.
+    Estimator: p* = A_in/2^64, q* = (A_in(d − 1) + A_out·d)/(2^64(k − 1)) (uniform picks; the pick
+    cells' rounding biases f̂ by at most ≈ 2dk/2^64 relative).
+    """
+
+    epsilon: float
+    categories: tuple[float, ...]
+    kind: ClassVar[str] = "subset_selection"
+    report_dtype: ClassVar[type[np.generic]] = np.uint8
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "epsilon", require_epsilon(self.epsilon))
+        object.__setattr__(self, "categories", _categories(self.kind, self.categories))
+        a_in, a_out = self.cell_sizes
+        if a_in <= 0 or a_out <= 0:
+            raise ParameterError(f"subset_selection at ε={self.epsilon:g}, k={self.k} is beyond the 2^-64 resolution of its draws")
+        if self.loss_bound() > self.epsilon:
+            raise ParameterError(
+                f"subset_selection at ε={self.epsilon:g} with k={self.k}: the pick cells' rounding does not fit the 2^-20 slack; use a larger ε"
+            )
+
+    @property
+    def subset_size(self) -> int:
+        """d = round(k/(e^ε + 1)) within [1, k − 1] (Wang et al. 2016's optimum)."""
+        return max(1, min(self.k - 1, round(self.k / (math.exp(min(self.epsilon, 700.0)) + 1.0))))
+
+    @property
+    def cell_sizes(self) -> tuple[int, int]:
+        return _ss_cells(self.epsilon, self.k, self.subset_size)
+
+    def loss_bound(self) -> float:
+        """The proven bound on the realized loss: ln((A_in/A_out)(k − d)/d) + 2d·ln((2^64 + k)/(2^64 − k))."""
+        a_in, a_out = self.cell_sizes
+        d = self.subset_size
+        return math.log(a_in / a_out * (self.k - d) / d) + 2 * d * math.log1p(2 * self.k / (TWO64 - self.k))
+
+    @property
+    def report_columns(self) -> int:  # type: ignore[override]
+        return (self.k + 7) // 8
+
+    def report_domains(self) -> tuple[np.ndarray | None, ...]:
+        pad = 8 * self.report_columns - self.k
+        return (None,) * (self.report_columns - 1) + (None if pad == 0 else np.arange(0, 256, 1 << pad),)
+
+    def output_domain(self) -> None:
+        return None
+
+    def support_fractions(self) -> tuple[Fraction, Fraction]:
+        a_in, a_out = self.cell_sizes
+        d = self.subset_size
+        return Fraction(a_in, TWO64), Fraction(a_in * (d - 1) + a_out * d, TWO64 * (self.k - 1))
+
+    def sample(self, inputs: np.ndarray, randomness: Draws) -> np.ndarray:
+        """Memory O(n·k) (the shuffle: 2 bytes per user and category, 16× the packed report):
+        each draw is computed once for all users, so callers batch users for large k."""
+        idx = self._index(inputs)
+        n, k, d = len(idx), self.k, self.subset_size
+        inside = randomness.bits(0) < np.uint64(self.cell_sizes[0])
+        others: np.ndarray = np.tile(np.arange(k - 1, dtype=np.int32), (n, 1)).astype(np.uint16)  # k ≤ 2^16
+        others += (others >= idx[:, None]).astype(np.uint16)  # the k − 1 other categories, in order
+        r = np.arange(n)
+        for s in range(d):  # partial Fisher–Yates: swap position s with s + ⌊X·m/2^64⌋
+            j = s + _mulhi(randomness.bits(1 + s), k - 1 - s).astype(np.int64)
+            a_s = others[:, s].copy()
+            others[:, s] = others[r, j]
+            others[r, j] = a_s
+        member = np.zeros((n, k), dtype=bool)
+        member[r[:, None], others[:, :d].astype(np.int64)] = np.arange(d)[None, :] < np.where(inside, d - 1, d)[:, None]
+        member[r, idx] |= inside
+        return np.packbits(member, axis=1)
+
+    def log_prob(self, u: np.ndarray | float, w: np.ndarray | float) -> np.ndarray:
+        """The log of the *ideal* subset probability on the realized coin (the pick cells' rounding
+        moves it by less than 2dk/2^64 relative); −inf off size d."""
+        a_in, a_out = self.cell_sizes
+        d, k = self.subset_size, self.k
+        w = np.asarray(w, dtype=np.uint8)
+        idx = self._index(np.asarray(u, dtype=np.float64).ravel()).reshape(np.shape(u))
+        shape = np.broadcast_shapes(idx.shape, w.shape[:-1])
+        byte = np.take_along_axis(np.broadcast_to(w, shape + (w.shape[-1],)), np.broadcast_to(idx // 8, shape)[..., None], axis=-1)[..., 0]
+        has = ((byte >> (7 - idx % 8)) & 1) == 1
+        size = np.bitwise_count(w).sum(axis=-1, dtype=np.int64)
+        log_in = math.log(a_in) - 64 * _LN2 - _log_comb(k - 1, d - 1)
+        log_out = math.log(a_out) - 64 * _LN2 - _log_comb(k - 1, d)
+        with np.errstate(divide="ignore"):
+            return np.where(size == d, np.where(has, log_in, log_out), -np.inf)
+
+    def support_counts(self, reports: np.ndarray) -> np.ndarray:
+        return _UnaryEncoding.support_counts(self, reports)  # type: ignore[arg-type]
+
+    def draw_cells(self, u: float) -> list[np.ndarray]:
+        cells = [np.array([0, self.cell_sizes[0]], dtype=np.uint64)]
+        for s in range(self.subset_size):
+            m = self.k - 1 - s
+            cells.append(np.array([-(-i * TWO64 // m) for i in range(m)], dtype=np.uint64))
+        return cells
+
+    def _ordered_masses(self, x: int) -> dict[bytes, int]:
+        """Per packed report, its exact mass over 2^{64(d+1)}: every sequence of pick cells,
+        through the same shuffle, by enumeration (small k)."""
+        k, d = self.k, self.subset_size
+        a_in, a_out = self.cell_sizes
+        out: dict[bytes, int] = {}
+
+        def walk(order: list[int], s: int, mass: int, inside: bool) -> None:
+            t = d - 1 if inside else d
+            if s == t:
+                bits = np.zeros(k, dtype=bool)
+                bits[order[:t]] = True
+                bits[x] = inside
+                key = np.packbits(bits).tobytes()
+                out[key] = out.get(key, 0) + mass * (1 << (64 * (d - t)))
+                return
+            m = k - 1 - s
+            for i in range(m):
+                size = -(-(i + 1) * TWO64 // m) - -(-i * TWO64 // m)
+                nxt = list(order)
+                nxt[s], nxt[s + i] = nxt[s + i], nxt[s]
+                walk(nxt, s + 1, mass * size, inside)
+
+        others = [c for c in range(k) if c != x]
+        walk(others, 0, a_in, True)
+        walk(others, 0, a_out, False)
+        return out
+
+
+def _log_comb(n: int, r: int) -> float:
+    return math.lgamma(n + 1) - math.lgamma(r + 1) - math.lgamma(n - r + 1)
+
+
+# --- the exact audits: by structure (any k) and by enumeration (small k) ---
+
+
+class _VirtualRandomness:
+    """Unary encodings on the audit's terms: virtual draw j's top b bits become chunk j mod c of
+    real draw ⌊j/c⌋ — a fixed relabelling of the randomness, so the cells of every virtual draw
+    are intervals [0, T_j·2^{64−b}) and [T_j·2^{64−b}, 2^64) and ``verify_exact`` can enumerate."""
+
+    def __init__(self, virtual: Draws, b: int, k: int) -> None:
+        self.virtual, self.b, self.k = virtual, b, k
+        self.users = virtual.users
+
+    def bits(self, draw: int = 0) -> np.ndarray:
+        c = 64 // self.b
+        out = np.zeros(len(self.users), dtype=np.uint64)
+        for i in range(c):
+            j = draw * c + i
+            if j < self.k:
+                chunk = self.virtual.bits(j) >> np.uint64(64 - self.b)
+                out |= chunk << np.uint64(self.b * i)
+        return out
+
+    def uniform(self, draw: int = 0) -> np.ndarray:  # pragma: no cover - the samplers read bits only
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class _Enumerated(Randomizer):
+    """A frequency oracle with few reports, seen with scalar outputs (the index of each report in
+    an enumeration) so that ``verify_exact`` runs on it unchanged: realized table, exact ratio,
+    log_prob, and the sampler fed its cell boundaries. Small k only (``enumerated``)."""
+
+    inner: FrequencyOracle
+    kind: ClassVar[str] = "enumerated"
+
+    @property
+    def epsilon(self) -> float:  # type: ignore[override]
+        return self.inner.epsilon
+
+    def _rows(self) -> np.ndarray:
+        R = self.inner
+        if isinstance(R, (_UnaryEncoding, SubsetSelection)):
+            ints = np.arange(1 << R.k, dtype=np.int64)
+            bits = ((ints[:, None] >> np.arange(R.k)[None, :]) & 1).astype(bool)
+            return np.packbits(bits, axis=1)
+        if isinstance(R, OptimizedLocalHashing):
+            grids = np.meshgrid(*([np.arange(1 << R.m)] * R.l + [np.arange(R.g)]), indexing="ij")
+            return np.stack([g.ravel() for g in grids], axis=1).astype(np.uint16)
+        raise ParameterError(f"no enumeration for {type(R).__name__}")
+
+    def _index_of(self, reports: np.ndarray) -> np.ndarray:
+        rows = self._rows()
+        keys = {r.tobytes(): i for i, r in enumerate(rows)}
+        w = np.asarray(reports).astype(rows.dtype)
+        return np.array([keys.get(r.tobytes(), -1) for r in w], dtype=np.float64)
+
+    def input_domain(self) -> np.ndarray:
+        return self.inner.input_domain()
+
+    def output_domain(self) -> np.ndarray:
+        return np.arange(len(self._rows()), dtype=np.float64)
+
+    def sample(self, inputs: np.ndarray, randomness: Draws) -> np.ndarray:
+        R = self.inner
+        if isinstance(R, _UnaryEncoding):
+            randomness = _VirtualRandomness(randomness, R.chunk_bits, R.k)
+        return self._index_of(R.sample(inputs, randomness))
+
+    def log_prob(self, u: np.ndarray | float, w: np.ndarray | float) -> np.ndarray:
+        rows = self._rows()[np.asarray(w).astype(np.int64)]
+        return self.inner.log_prob(u, rows)
+
+    def realized(self, inputs: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+        R = self.inner
+        rows = self._rows()
+        u = np.asarray(inputs, dtype=np.float64).ravel()
+        idx = R._index(u)
+        masses = np.empty((len(u), len(rows)), dtype=object)
+        if isinstance(R, _UnaryEncoding):
+            b = R.chunk_bits
+            t_in, t_out = R.thresholds
+            bits = np.unpackbits(rows, axis=1, count=R.k)
+            for i, x in enumerate(idx):
+                t = np.full(R.k, t_out, dtype=object)
+                t[x] = t_in
+                per = np.where(bits == 1, t[None, :], (1 << b) - t[None, :])
+                masses[i] = [math.prod(int(v) for v in row) for row in per]
+            return self.output_domain(), masses, 1 << (b * R.k)
+        if isinstance(R, SubsetSelection):
+            keys = {r.tobytes(): j for j, r in enumerate(rows)}
+            for i, x in enumerate(idx):
+                masses[i] = [0] * len(rows)
+                for key, mass in R._ordered_masses(int(x)).items():
+                    masses[i, keys[key]] = mass
+            return self.output_domain(), masses, 1 << (64 * (R.subset_size + 1))
+        assert isinstance(R, OptimizedLocalHashing)
+        a, b_ = R.cell_sizes
+        seed_mass = 1 << (64 - R.m)  # each hash row: one of 2^m equal intervals of its draw
+        for i, x in enumerate(idx):
+            keep = R.hash(rows[:, : R.l], np.asarray(x, dtype=np.int64)) == rows[:, R.l]
+            masses[i] = [(a if kk else b_) * seed_mass**R.l for kk in keep]
+        return self.output_domain(), masses, 1 << (64 * (R.l + 1))
+
+    def draw_cells(self, u: float) -> list[np.ndarray]:
+        R = self.inner
+        if isinstance(R, SubsetSelection):
+            return R.draw_cells(u)
+        if isinstance(R, _UnaryEncoding):
+            b = R.chunk_bits
+            t_in, t_out = R.thresholds
+            x = int(R._index(np.array([u]))[0])
+            return [np.array([0, (t_in if j == x else t_out) << (64 - b)], dtype=np.uint64) for j in range(R.k)]
+        assert isinstance(R, OptimizedLocalHashing)
+        a, b_ = R.cell_sizes
+        grr = np.array([0] + [a + i * b_ for i in range(R.g - 1)], dtype=np.uint64)
+        seed = np.arange(1 << R.m, dtype=np.uint64) * np.uint64(1 << (64 - R.m))
+        return [grr] + [seed] * R.l
+
+
+def enumerated(R: FrequencyOracle) -> Randomizer:
+    """R with every report enumerated (2^k for unary encodings and subsets, 2^{ml}·g for OLH), for
+    ``verify_exact`` on small k. Refuses more than 2^16 reports."""
+    if isinstance(R, (_UnaryEncoding, SubsetSelection)):
+        size = 1 << R.k if R.k < 64 else math.inf
+    elif isinstance(R, OptimizedLocalHashing):
+        size = (1 << (R.m * R.l)) * R.g
+    else:
+        raise ParameterError(f"{type(R).__name__} needs no enumeration: verify_exact audits it directly")
+    if size > 1 << 16:
+        raise ParameterError(f"{R.kind} with k={R.k} has {size} reports; enumerate a smaller instance")
+    return _Enumerated(R)
+
+
+def _structure_probe(R: FrequencyOracle, seed: int = 7) -> str:
+    """Feed the real sampler boundary and random draws; '' or what disagrees with the structure."""
+    rng = np.random.default_rng(seed)
+    n = int(min(4096, max(64, (1 << 21) // R.k)))
+    x = rng.integers(0, R.k, n)
+    inputs = np.asarray(R.categories)[x]
+    if isinstance(R, _UnaryEncoding):
+        b, c = R.chunk_bits, 64 // R.chunk_bits
+        t_in, t_out = R.thresholds
+        words = -(-R.k // c)
+        bits = {d: rng.integers(0, 2**63, n, dtype=np.uint64) * np.uint64(2) + rng.integers(0, 2, n, dtype=np.uint64) for d in range(words)}
+        # put each user's own chunk, and one other chunk, right at a threshold (T − 1 or T)
+        for target, t in ((x, t_in), ((x + 1 + rng.integers(0, R.k - 1, n)) % R.k, t_out)):
+            value = np.uint64(t) - rng.integers(0, 2, n, dtype=np.uint64)
+            for d in range(words):
+                hit = target // c == d
+                shift = (np.uint64(b) * (target % c).astype(np.uint64))[hit]
+                mask = np.uint64((1 << b) - 1) << shift if b < 64 else np.full(int(hit.sum()), np.uint64(2**64 - 1))
+                bits[d][hit] = (bits[d][hit] & ~mask) | (value[hit] << shift)
+        got = np.unpackbits(R.sample(inputs, FixedRandomness(bits, n)), axis=1, count=R.k).astype(bool)
+        j = np.arange(R.k)
+        chunk = np.stack([(bits[jj // c] >> np.uint64(b * (jj % c))) & np.uint64((1 << b) - 1) if b < 64 else bits[jj // c] for jj in range(R.k)], axis=1)
+        want = chunk < np.where(j[None, :] == x[:, None], np.uint64(t_in), np.uint64(t_out))
+        if not np.array_equal(got, want):
+            return "a bit of the sampler is not 1[its own chunk < its threshold]"
+        return ""
+    if isinstance(R, OptimizedLocalHashing):
+        a, b_ = R.cell_sizes
+        starts = np.array([0] + [a + i * b_ for i in range(R.g - 1)], dtype=object)
+        edges = np.array([int(s) for s in starts] + [int(s) - 1 for s in starts[1:]] + [TWO64 - 1], dtype=np.uint64)
+        bits = {0: np.where(rng.integers(0, 2, n) == 1, edges[rng.integers(0, len(edges), n)], rng.integers(0, 2**63, n, dtype=np.uint64) * np.uint64(2))}
+        for r in range(R.l):
+            bits[1 + r] = rng.integers(0, 2**63, n, dtype=np.uint64) * np.uint64(2) + rng.integers(0, 2, n, dtype=np.uint64)
+        got = R.sample(inputs, FixedRandomness(bits, n)).astype(np.int64)
+        rows = np.stack([(bits[1 + r] >> np.uint64(64 - R.m)).astype(np.int64) for r in range(R.l)], axis=1)
+        hashed = np.zeros(n, dtype=np.int64)
+        for r in range(R.l):  # the hash by definition, bit by bit
+            dot = np.zeros(n, dtype=np.int64)
+            for bit in range(R.m):
+                dot ^= (rows[:, r] >> bit) & (x >> bit) & 1
+            hashed |= dot << r
+        y = _rr_draw(hashed, bits[0], a, b_)
+        if not np.array_equal(got[:, : R.l], rows):
+            return "the reported hash is not the top m bits of its draws"
+        if not np.array_equal(got[:, R.l], y):
+            return "y is not the exact g-ary randomized response of h_A(u)"
+        return ""
+    if isinstance(R, SubsetSelection):
+        d, k = R.subset_size, R.k
+        users = min(n, 16)  # a reference shuffle per user, in Python
+        bits = {i: rng.integers(0, 2**63, users, dtype=np.uint64) * np.uint64(2) + rng.integers(0, 2, users, dtype=np.uint64) for i in range(d + 1)}
+        bits[0][: users // 2] = np.uint64(R.cell_sizes[0]) - rng.integers(0, 2, users // 2, dtype=np.uint64)  # the coin at its boundary
+        got = np.unpackbits(R.sample(inputs[:users], FixedRandomness(bits, users)), axis=1, count=k).astype(bool)
+        for i in range(users):
+            x_i = int(x[i])
+            inside = int(bits[0][i]) < R.cell_sizes[0]
+            order = [c for c in range(k) if c != x_i]
+            for s in range(d):
+                pos = s + (int(bits[1 + s][i]) * (k - 1 - s) >> 64)
+                order[s], order[pos] = order[pos], order[s]
+            want = np.zeros(k, dtype=bool)
+            want[order[: d - 1 if inside else d]] = True
+            want[x_i] = inside
+            if not np.array_equal(got[i], want):
+                return "the sampler's subset is not the coin plus the partial Fisher–Yates shuffle of its draws"
+        return ""
+    return ""
+
+
+def verify_structure(R: FrequencyOracle) -> ExactAudit:
+    """The exact privacy audit of a frequency oracle at any k, by its structure (module docstring).
+
+    Unary encodings: the loss is that of the two-bit channel (y_u, y_{u′}); it is computed from the
+    randomizer's own integer thresholds and compared with e^ε exactly by ``verify_exact`` on the
+    same mechanism with k = 2 (enumerated: every report, the sampler fed its cell boundaries), and
+    the structure itself — bit j = 1[chunk j < T_j] — is checked on the real sampler at this k.
+    OLH: the g-ary randomized response channel is audited exactly (``verify_exact`` of k-ary RR
+    over g categories: the same ``rr_cells`` and ``_rr_draw``), and the real sampler is checked to
+    report the top m bits of its draws and y = RR(h_A(u)) at this k. Hadamard Response:
+    ``verify_exact`` directly (its per-output extremes are structural, its sampler enumerable).
+    """
+    if isinstance(R, HadamardResponse):
+        return verify_exact(R)
+    if isinstance(R, SubsetSelection):
+        # the proven bound, in exact arithmetic: (A_in/A_out)(k − d)/d · ((2^64 + k)/(2^64 − k))^{2d}
+        a_in, a_out = R.cell_sizes
+        d = R.subset_size
+        ratio = Fraction(a_in * (R.k - d), a_out * d) * Fraction(TWO64 + R.k, TWO64 - R.k) ** (2 * d)
+        problem = _structure_probe(R)
+        return ExactAudit(
+            R.epsilon, _log_ratio(ratio), (0.0, 1.0, 0.0), f"by structure: subset selection (d = {d}), proven bound in exact arithmetic",
+            within_epsilon=ratio <= _exp_bounds(R.epsilon)[0], sampler_consistent=not problem, detail=problem,
+        )
+    if isinstance(R, _UnaryEncoding):
+        core: Randomizer = enumerated(type(R)(R.epsilon, (0.0, 1.0)))
+        same = type(R)(R.epsilon, (0.0, 1.0)).thresholds == R.thresholds
+        what = f"two-bit channel (k = 2, b = {R.chunk_bits})"
+    elif isinstance(R, OptimizedLocalHashing) and R.g > 1024:
+        # the g-ary channel's table (g² entries) is too big to list: its worst ratio is A_g/B_g
+        # (keep over any other cell), compared with e^ε exactly; its sampler is ``_rr_draw``, probed below
+        a, b = R.cell_sizes
+        ratio = Fraction(a, b)
+        problem = _structure_probe(R)
+        return ExactAudit(
+            R.epsilon, _log_ratio(ratio), (0.0, 1.0, 0.0), f"by structure: g-ary randomized response (g = {R.g}), cells A/B exact",
+            within_epsilon=ratio <= _exp_bounds(R.epsilon)[0], sampler_consistent=not problem, detail=problem,
+        )
+    elif isinstance(R, OptimizedLocalHashing):
+        core = KaryRandomizedResponse(R.epsilon, tuple(float(i) for i in range(R.g)))
+        same = core.cell_sizes == R.cell_sizes  # type: ignore[attr-defined]
+        what = f"g-ary randomized response (g = {R.g})"
+    else:
+        raise ParameterError(f"no structural audit for {type(R).__name__}")
+    audit = verify_exact(core)
+    problem = _structure_probe(R) or ("" if same else "the core channel's cells differ from the randomizer's")
+    return ExactAudit(
+        R.epsilon,
+        audit.max_log_ratio,
+        audit.argmax,
+        f"by structure: {what}, {audit.method}",
+        audit.normalization_error,
+        audit.within_epsilon,
+        audit.log_prob_error,
+        bool(audit.sampler_consistent) and not problem,
+        "; ".join(x for x in (audit.detail, problem) if x),
+    )
+
+
+# --- building from a spec (the users' side: ``LocalRandomizer.build``) ---
+
+_PARAMS = {"oue": set(), "sue": set(), "olh": {"hash_bits"}, "hadamard_response": set(), "subset_selection": set(), "adaptive_fo": {"prefer"}}
+
+
+def build_frequency_oracle(spec: Any, query: Any) -> Randomizer:
+    """The randomizer of an ``oue`` / ``sue`` / ``olh`` / ``hadamard_response`` / ``subset_selection`` / ``adaptive_fo``
+    spec over the query's finite values (the categories); unknown params are refused."""
+    values = query.values()
+    if values is None:
+        raise ParameterError(f"{spec.kind} needs a query with a small finite set of values; {spec.query.name!r} has none")
+    unknown = set(spec.params) - _PARAMS[spec.kind]
+    if unknown:
+        raise ParameterError(f"{spec.kind}: unknown params {sorted(unknown)}; allowed: {sorted(_PARAMS[spec.kind]) or 'none'}")
+    cats = tuple(values.tolist()) if len(values) >= 2 else (float(values[0]), float(values[0]) + 1.0)
+    kind = spec.kind
+    if kind == "adaptive_fo":
+        kind = choose_oracle(len(cats), spec.epsilon, spec.params.get("prefer", "olh"))
+        if kind == "kary_rr":
+            return KaryRandomizedResponse(spec.epsilon, cats)
+    if kind == "oue":
+        return OptimizedUnaryEncoding(spec.epsilon, cats)
+    if kind == "sue":
+        return SymmetricUnaryEncoding(spec.epsilon, cats)
+    if kind == "olh":
+        return OptimizedLocalHashing(spec.epsilon, cats, spec.params.get("hash_bits"))
+    if kind == "subset_selection":
+        return SubsetSelection(spec.epsilon, cats)
+    return HadamardResponse(spec.epsilon, cats)

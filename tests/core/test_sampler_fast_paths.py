@@ -1,0 +1,131 @@
+"""The samplers' fast paths give, bit for bit, what their plain formulas give.
+
+The clients' hot path was made faster (binary RR as one comparison and an XOR, k = 2 inside
+``_rr_draw``, in-place arithmetic for ``pm_rr``, integer checks and sampling for ``record_rr``,
+a few comparisons instead of a search for small categorical domains, chunked sampling in the
+shard). Seeded reports must not change: each fast path is compared here with the textbook formula
+it replaces, written out in the test, over every input value and a million AES draws. A broken
+shortcut (for instance the XOR the wrong way round) fails these.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ldp.core.randomizers import (
+    BinaryRandomizedResponse,
+    KaryRandomizedResponse,
+    PlusMinusRandomizedResponse,
+    RecordRandomizedResponse,
+    _rr_draw,
+    rr_cells,
+)
+from ldp.core.rng import RandomSource, UserRandomness
+from ldp.local.shard import sample_reports
+
+N = 1 << 20
+USERS = np.arange(N, dtype=np.int64)
+DRAWS = RandomSource(11).for_request("fast-paths", 2, USERS)
+
+
+def reference_rr_draw(idx: np.ndarray, bits: np.ndarray, a: int, b: int) -> np.ndarray:
+    """Exact RR as written in its docstring: idx if X < A, else j + (j ≥ idx), j = (X − A) // B."""
+    x = bits.astype(np.uint64)
+    keep = x < np.uint64(a)
+    offset = np.where(keep, np.uint64(0), x - np.uint64(a))
+    j = (offset // np.uint64(b)).astype(np.int64)
+    return np.where(keep, idx, j + (j >= idx))
+
+
+@pytest.mark.parametrize("k", [2, 3, 5, 16])
+@pytest.mark.parametrize("epsilon", [0.05, 1.0, 4.0])
+def test_rr_draw_is_the_formula(k: int, epsilon: float) -> None:
+    a, b = rr_cells(epsilon, k)
+    idx = np.arange(N, dtype=np.int64) % k
+    bits = DRAWS.bits(0)
+    got = _rr_draw(idx, bits, a, b)
+    assert got.dtype == np.int64
+    assert np.array_equal(got, reference_rr_draw(idx, bits, a, b))
+
+
+@pytest.mark.parametrize("epsilon", [0.05, 1.0, 4.0])
+def test_binary_rr_flips_exactly_when_the_draw_leaves_the_keep_cell(epsilon: float) -> None:
+    rr = BinaryRandomizedResponse(epsilon)
+    u = (np.arange(N) % 2).astype(np.float64)
+    a, b = rr.cell_sizes
+    expected = reference_rr_draw(u.astype(np.int64), DRAWS.bits(0), a, b).astype(np.uint8)
+    got = rr.sample(u, DRAWS)
+    assert got.dtype == np.uint8 and np.array_equal(got, expected)
+
+
+@pytest.mark.parametrize("categories", [(0.0, 1.0), (-1.0, 1.0), (0.0, 1.0, 2.0), (-2.0, 0.5, 3.0, 7.0), tuple(float(c) for c in range(9))])
+def test_kary_rr_indexes_and_reports_like_a_search(categories: tuple[float, ...]) -> None:
+    rr = KaryRandomizedResponse(1.0, categories)
+    cats = np.asarray(rr.categories)
+    values = cats[np.arange(N) % len(cats)]
+    a, b = rr.cell_sizes
+    idx = np.searchsorted(cats, values)
+    assert np.array_equal(rr._index(values), idx)
+    assert np.array_equal(rr.sample(values, DRAWS), cats[reference_rr_draw(idx, DRAWS.bits(0), a, b)])
+
+
+@pytest.mark.parametrize("epsilon", [0.5, 2.0])
+def test_pm_rr_threshold_is_the_same_float_arithmetic(epsilon: float) -> None:
+    pm = PlusMinusRandomizedResponse(epsilon, 1.5)
+    x = np.concatenate([np.linspace(-3, 3, 10_001), [np.nan, np.inf, -np.inf, 0.0, 1.5, -1.5]])
+    t_lo, t_hi = pm.thresholds
+    clipped = np.clip(np.nan_to_num(x), -1.5, 1.5)
+    expected = np.clip(t_lo + np.floor((clipped + 1.5) / 3.0 * float(t_hi - t_lo) + 0.5), t_lo, t_hi).astype(np.int64)
+    assert np.array_equal(pm._threshold(x), expected)
+    assert pm._threshold(float(x[3])) == expected[3] and pm._threshold(x.reshape(-1, 1)).shape == (len(x), 1)  # scalars and shapes too
+
+
+def test_record_rr_samples_integer_records_like_the_float_path() -> None:
+    rr = RecordRandomizedResponse(1.5, (0, -1, 0), (1, 1, 8), (1, 1, 2))
+    rng = np.random.default_rng(3)
+    records = np.stack([rng.integers(0, 2, N), rng.integers(-1, 2, N), 2 * rng.integers(0, 5, N)], axis=1).astype(np.int16)
+    checked = rr.check_inputs(records)
+    assert checked.dtype == np.int16  # integers pass through: no int64 copy of the records
+    expected = np.empty_like(records)
+    for j, (a, b) in enumerate(rr.column_cells):
+        low, step = rr.low[j], rr.step[j]  # type: ignore[index]
+        idx = (records[:, j].astype(np.int64) - low) // step
+        expected[:, j] = reference_rr_draw(idx, DRAWS.bits(j), a, b) * step + low
+    assert np.array_equal(rr.sample(checked, DRAWS), expected)
+    assert np.array_equal(rr.sample(records.astype(np.float64).astype(np.int64), DRAWS), expected)
+    with pytest.raises(Exception, match="column 2 value 3"):
+        rr.check_inputs(np.array([[0, 0, 3]], dtype=np.int16))  # off the step grid
+
+
+def test_chunked_sampling_in_the_shard_is_one_call_over_everyone() -> None:
+    """``sample_reports`` draws 2^16 users at a time, by range or by ids; the reports equal one
+    call over all of them with the same key and nonces."""
+    from ldp.core.queries import label_query
+    from ldp.core.randomizers import LocalRandomizer, RandomizerSpec
+    from ldp.core.schema import Field, Schema
+
+    schema = Schema((Field("y"),))
+    local = LocalRandomizer.build(RandomizerSpec("binary_rr", label_query(), 0.5), schema)
+    n = 200_003
+    inputs = (np.arange(n) % 3 == 0).astype(np.float64)
+    nonces = np.random.default_rng(0).integers(0, 9, n).astype(np.uint64)
+    key = bytes(range(32))
+    whole = local.sample(inputs, UserRandomness(key, np.arange(5, 5 + n), nonces))
+    assert np.array_equal(sample_reports(local, inputs, key, range(5, 5 + n), nonces), whole)
+    assert np.array_equal(sample_reports(local, inputs, key, np.arange(5, 5 + n), nonces), whole)
+
+
+@pytest.mark.parametrize("width", [0, 1, 7, 8, 9, 24, 62])
+def test_pack_bits_is_one_shift_and_or_per_column(width: int) -> None:
+    """``_pack_bits`` (np.packbits, read big-endian) equals column 0 as the top bit, column by column
+    — on a strided view of int16 records, across its block boundary."""
+    from ldp.core.queries import _PACK_BLOCK, _pack_bits
+
+    rng = np.random.default_rng(width)
+    records = rng.integers(0, 2, (_PACK_BLOCK + 1_001, width + 3)).astype(np.int16)
+    columns = records[:, 2 : 2 + width]
+    expected = np.zeros(len(columns), dtype=np.int64)
+    for k in range(width):
+        expected |= columns[:, k].astype(np.int64) << (width - 1 - k)
+    assert np.array_equal(_pack_bits(columns), expected)
