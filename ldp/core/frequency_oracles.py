@@ -756,6 +756,11 @@ class SubsetSelection(FrequencyOracle):
     def report_columns(self) -> int:  # type: ignore[override]
         return (self.k + 7) // 8
 
+    @property
+    def report_bits_set(self) -> int:
+        """Every report names exactly d categories: the aggregator refuses rows with another count."""
+        return self.subset_size
+
     def report_domains(self) -> tuple[np.ndarray | None, ...]:
         pad = 8 * self.report_columns - self.k
         return (None,) * (self.report_columns - 1) + (None if pad == 0 else np.arange(0, 256, 1 << pad),)

@@ -386,6 +386,7 @@ class ReportFormat:
     width: int = 0  # 0: one value per report; w > 0: rows of w values
     domains: tuple[np.ndarray | None, ...] = ()  # per column (one for scalar reports); None: any finite number
     problem: str = ""
+    bits_set: int | None = None  # rows of packed bits with exactly this many set (a Subset Selection d-subset)
 
     @property
     def row_bytes(self) -> int:
@@ -402,6 +403,16 @@ class ReportFormat:
                 return j, column[int(np.argmin(ok))].item(), domain
         return None
 
+    def row_problem(self, values: np.ndarray) -> str:
+        """'' or what is wrong with a row as a whole (a d-subset with other than d members)."""
+        if self.bits_set is None or values.size == 0:
+            return ""
+        members = np.bitwise_count(values.reshape(len(values), -1)).sum(axis=1, dtype=np.int64)
+        wrong = np.flatnonzero(members != self.bits_set)
+        if not len(wrong):
+            return ""
+        return f"a report with {int(members[wrong[0]])} categories, where {self.kind} reports name exactly {self.bits_set}"
+
 
 def report_format(spec: RandomizerSpec, schema: Any) -> ReportFormat:
     """The ``ReportFormat`` of ``spec`` for users of ``schema``, derived the way users build it
@@ -414,7 +425,8 @@ def report_format(spec: RandomizerSpec, schema: Any) -> ReportFormat:
     dtype = np.dtype(local.report_dtype).newbyteorder("<")
     columns = getattr(randomizer, "report_columns", None)  # frequency oracles: rows of packed bits, or (hash, y)
     if columns is not None:
-        return ReportFormat(spec.kind, dtype, int(columns), tuple(cast(Any, randomizer).report_domains()))
+        bits_set = getattr(randomizer, "report_bits_set", None)  # Subset Selection: every report names d categories
+        return ReportFormat(spec.kind, dtype, int(columns), tuple(cast(Any, randomizer).report_domains()), bits_set=bits_set)
     factors = randomizer.factors()
     rows = randomizer.input_width > 1 or factors is not None  # record_rr reports rows, even of width 1
     if not rows:
@@ -578,6 +590,10 @@ class ReplyCheck:
             column, value, domain = bad
             where = f" in column {column}" if fmt.width else ""
             self._fail(answer, f"{s} sent the value {value!r}{where} for request {rid}, outside {fmt.kind}'s output domain {_show_domain(domain)}")
+            return
+        row = fmt.row_problem(values)
+        if row:
+            self._fail(answer, f"{s} sent {row} for request {rid}")
             return
         answer.masks.append(mask)
         answer.values.append(raw_values)

@@ -103,3 +103,23 @@ def test_the_aggregator_checks_frequency_oracle_report_formats() -> None:
     hr = honest["hadamard_response"].copy()
     hr[3] = 16  # K = 16 for k = 13
     assert "outside hadamard_response's output domain" in _check(_spec("hadamard_response", 1.0), hr)
+
+
+def test_the_aggregator_refuses_a_subset_selection_report_that_is_not_a_d_subset() -> None:
+    """Every Subset Selection report names exactly d categories: a row with one member more or
+    one fewer is outside its output domain, even when every byte on its own is allowed."""
+    schema = population(n=10).concept_class.schema
+    spec = _spec("subset_selection", 1.0)
+    local = LocalRandomizer.build(spec, schema)
+    d = local.randomizer.subset_size  # type: ignore[attr-defined]
+    honest = local.apply(np.zeros((5, schema.width), dtype=np.int16), RandomSource(0).for_request("f", 0, np.arange(5)))
+    assert _check(spec, honest) == ""
+    assert (np.bitwise_count(honest).sum(axis=1) == d).all()
+    for row, change in ((0, "add"), (4, "drop")):
+        forged = honest.copy()
+        bits = np.unpackbits(forged[row])
+        at = np.flatnonzero(bits == (0 if change == "add" else 1))[0]
+        bits[at] ^= 1
+        forged[row] = np.packbits(bits)[: forged.shape[1]]
+        members = d + 1 if change == "add" else d - 1
+        assert f"sent a report with {members} categories, where subset_selection reports name exactly {d} for request" in _check(spec, forged)
