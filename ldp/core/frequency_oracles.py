@@ -78,6 +78,7 @@ import numpy as np
 
 from ldp.core.audit import ExactAudit, FixedRandomness, _exp_bounds, _log_ratio, verify_exact
 from ldp.core.errors import ParameterError, require_epsilon
+from ldp.core.fourier import walsh_hadamard
 from ldp.core.randomizers import TWO64, KaryRandomizedResponse, Randomizer, _rr_draw, ceil_share, rr_cells
 from ldp.core.rng import Draws
 
@@ -115,23 +116,6 @@ def _categories(kind: str, categories: tuple[float, ...]) -> tuple[float, ...]:
     if any(not math.isfinite(c) for c in cats):
         raise ParameterError(f"{kind} categories must be finite, got {cats[:8]}")
     return tuple(sorted(cats))
-
-
-def walsh_hadamard(a: np.ndarray) -> np.ndarray:
-    """The Walsh–Hadamard transform H·a, (H·a)[x] = Σ_z a[z]·(−1)^{popcount(x & z)}, of a vector of
-    length 2^m, in O(2^m·m) (exact on integers). The server side of OLH and Hadamard Response."""
-    out = np.array(a, copy=True)
-    n = len(out)
-    if n & (n - 1):
-        raise ParameterError(f"walsh_hadamard needs a length that is a power of two, got {n}")
-    h = 1
-    while h < n:
-        v = out.reshape(-1, 2, h)
-        low = v[:, 0, :].copy()
-        v[:, 0, :] += v[:, 1, :]
-        v[:, 1, :] = low - v[:, 1, :]
-        h *= 2
-    return out
 
 
 def project_simplex(f: np.ndarray) -> np.ndarray:

@@ -181,9 +181,10 @@ def _rr_draw(idx: np.ndarray, bits: np.ndarray, a: int, b: int) -> np.ndarray:
     return j.view(np.int64)
 
 
-def _member(values: np.ndarray, domain: np.ndarray) -> np.ndarray:
+def member_mask(values: np.ndarray, domain: np.ndarray) -> np.ndarray:
     """``np.isin(values, domain)``; for a small domain by equality passes (3× faster than isin's
-    sort at 10^6 values, and no temporaries beyond the mask)."""
+    sort at 10^6 values, and no temporaries beyond the mask). The users' input check and the
+    aggregator's report check (``ldp.wire.codec``) both use it."""
     if len(domain) > 8:
         return np.isin(values, domain)
     ok = np.zeros(values.shape, dtype=bool)
@@ -258,7 +259,7 @@ class Randomizer(ABC):
             if not finite.all():
                 raise ParameterError(f"{self.kind}: input {_first_bad(v, finite)!r} is not a finite number")
             return np.clip(v, domain.low, domain.high)
-        ok = _member(v, np.asarray(domain))
+        ok = member_mask(v, np.asarray(domain))
         if not ok.all():
             shown = ", ".join(f"{x:g}" for x in np.asarray(domain)[:8]) + (", ..." if len(domain) > 8 else "")
             raise ParameterError(f"{self.kind}: input {_first_bad(v, ok)!r} is not in its domain {{{shown}}}")

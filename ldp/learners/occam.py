@@ -36,6 +36,7 @@ from ldp.core.concepts import (
     int_to_bits,
 )
 from ldp.core.errors import ParameterError
+from ldp.core.fourier import walsh_hadamard
 from ldp.learners.results import LearnerResult
 
 __all__ = [
@@ -51,22 +52,6 @@ __all__ = [
 
 OCCAM_CLASSES = ("parity", "point", "threshold", "conjunction")
 _MAX_D = {"parity": 24, "point": 24, "threshold": 24, "conjunction": 9}
-
-
-def walsh_hadamard(values: np.ndarray) -> np.ndarray:
-    """Unnormalized fast Walsh–Hadamard transform: out[r] = Σ_x values[x]·(−1)^{popcount(r & x)}."""
-    v = np.array(values, dtype=np.float64)
-    size = len(v)
-    if size & (size - 1):
-        raise ParameterError(f"the Walsh–Hadamard transform needs a power-of-2 length, got {size}")
-    h = 1
-    while h < size:
-        blocks = v.reshape(-1, 2, h)
-        a, b = blocks[:, 0, :].copy(), blocks[:, 1, :]
-        blocks[:, 0, :] += b
-        blocks[:, 1, :] = a - b
-        h *= 2
-    return v
 
 
 def class_size(name: str, d: int) -> int:

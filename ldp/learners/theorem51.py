@@ -92,6 +92,7 @@ import numpy as np
 
 from ldp.core.concepts import MaskedParityConcept, concept_class, int_to_bits
 from ldp.core.errors import ParameterError, require_epsilon, require_positive_finite, require_probability
+from ldp.core.fourier import walsh_hadamard
 from ldp.core.population import PopulationSpec
 from ldp.core.queries import QuerySpec, affine, bent, conjunction, label_query, make_query, product
 from ldp.core.schema import RECORD_DTYPE, Field, Schema
@@ -180,29 +181,6 @@ def query_expectations(d: int, queries: Sequence[QuerySpec]) -> tuple[list[Maske
 
 
 # --- the Fourier profile ---
-
-
-def walsh_hadamard(values: np.ndarray) -> np.ndarray:
-    """The unnormalized Walsh–Hadamard transform along the last axis, in natural (Sylvester) order:
-    out[..., r] = Σ_u values[..., u]·(−1)^{popcount(u & r)}. The length must be a power of 2.
-
-    With x and r both encoded as integers by the same bit order (``index_bits``), ⟨r, x⟩ mod 2 =
-    popcount(int(x) & int(r)) mod 2, so f̂(r) = walsh_hadamard(f)[r] / 2^d. In-place butterflies
-    on a copy, O(n log n). No library dependency: ``scipy.linalg.hadamard(n)`` would materialize
-    the n × n matrix (2^32 entries at d = 16), and numpy has no WHT."""
-    out = np.array(values, dtype=np.float64, copy=True)
-    n = out.shape[-1] if out.ndim else 0
-    if n < 1 or n & (n - 1):
-        raise ParameterError(f"walsh_hadamard: the last axis must have a power-of-2 length, got shape {out.shape}")
-    lead = out.shape[:-1]
-    h = 1
-    while h < n:
-        view = out.reshape(*lead, n // (2 * h), 2, h)  # a view: out is contiguous
-        top = view[..., 0, :].copy()
-        view[..., 0, :] += view[..., 1, :]
-        view[..., 1, :] = top - view[..., 1, :]
-        h *= 2
-    return out
 
 
 def index_bits(d: int, ints: np.ndarray | None = None) -> np.ndarray:

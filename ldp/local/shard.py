@@ -92,13 +92,11 @@ def sample_reports(randomizer: LocalRandomizer, inputs: np.ndarray, key: bytes, 
     chunks of SAMPLE_CHUNK users: the same reports as one call over all of them, bit for bit."""
     n = len(users)
     if n <= SAMPLE_CHUNK:
-        ids = np.arange(users.start, users.stop, dtype=np.int64) if isinstance(users, range) else users
-        return randomizer.sample(inputs, UserRandomness(key, ids, nonces))
+        return randomizer.sample(inputs, UserRandomness(key, _ids(users), nonces))
     out: np.ndarray | None = None
     for lo in range(0, n, SAMPLE_CHUNK):
         hi = min(n, lo + SAMPLE_CHUNK)
-        ids = np.arange(users.start + lo, users.start + hi, dtype=np.int64) if isinstance(users, range) else users[lo:hi]
-        part = randomizer.sample(inputs[lo:hi], UserRandomness(key, ids, nonces[lo:hi]))
+        part = randomizer.sample(inputs[lo:hi], UserRandomness(key, _ids(users[lo:hi]), nonces[lo:hi]))
         if out is None:
             out = np.empty((n, *part.shape[1:]), dtype=part.dtype)
         out[lo:hi] = part

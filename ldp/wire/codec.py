@@ -25,7 +25,7 @@ import numpy as np
 
 from ldp.core.errors import ParameterError
 from ldp.core.queries import QuerySpec
-from ldp.core.randomizers import LocalRandomizer, RandomizerSpec
+from ldp.core.randomizers import LocalRandomizer, RandomizerSpec, member_mask
 from ldp.local.messages import Assignment, Result, RoundReply, RoundRequest, SessionKind, Users, refusals
 from ldp.wire.v1 import aggregator_pb2 as pb
 
@@ -335,10 +335,7 @@ def _inside(values: np.ndarray, domain: np.ndarray | None) -> np.ndarray:
     if domain is None:
         return np.isfinite(values) if values.dtype.kind == "f" else np.ones(values.shape, dtype=bool)
     if len(domain) <= 8:
-        ok = values == domain[0]
-        for d in domain[1:]:
-            ok |= values == d
-        return np.asarray(ok)
+        return member_mask(values, domain)
     # A grid (discrete_laplace): guess each value's index arithmetically, confirm it exactly, and
     # search only what the guess missed (10× faster than a search over 10^6 values).
     step = (float(domain[-1]) - float(domain[0])) / (len(domain) - 1)

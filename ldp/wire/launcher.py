@@ -35,7 +35,7 @@ import sys
 import tempfile
 import time
 import warnings
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import IO, Any
@@ -362,16 +362,40 @@ async def launch_local(
     aggregator = GrpcAggregator(population.description(), "127.0.0.1:0", capture=capture)
     config = ClientConfig(population=population, seal_key=seal_key, ledger_path=ledger_path, ledgers=ledgers)
     await aggregator.start()
-    clients: list[ClientProcess] = []
+    claims = [ShardClaim(k, processes) for k in range(processes)]
+    async with serve_clients(
+        aggregator,
+        start=lambda: spawn_clients(aggregator.address, claims, config, extra_args=extra_args),
+        ready=lambda clients: _wait_ready(aggregator, clients, ready_timeout_s),
+        watch=None if on_client_exit is None else (lambda clients: _watch_clients(clients, on_client_exit)),
+        stop=stop_clients,
+    ) as oracle:
+        yield oracle
+
+
+@asynccontextmanager
+async def serve_clients(
+    aggregator: GrpcAggregator,
+    start: Callable[[], list[Any]],
+    ready: Callable[[list[Any]], Awaitable[None]],
+    watch: Callable[[list[Any]], Awaitable[None]] | None,
+    stop: Callable[[list[Any]], None],
+) -> AsyncIterator[GrpcLROracle]:
+    """The launchers' one lifecycle (``launch_local``, ``ldp.wire.ray_launcher.launch_ray``):
+    ``start`` the clients, wait until they are ``ready``, yield the oracle (``oracle.clients``
+    lists them) while ``watch`` reports clients that end; on the way out, however it ends, close
+    the aggregator (Close tells the clients whether the run failed, and why) and ``stop`` every
+    client that is left."""
+    clients: list[Any] = []
     watcher: asyncio.Future[None] | None = None
     failure: str | None = None
     try:
-        clients = spawn_clients(aggregator.address, [ShardClaim(k, processes) for k in range(processes)], config, extra_args=extra_args)
-        await _wait_ready(aggregator, clients, ready_timeout_s)
+        clients = start()
+        await ready(clients)
         oracle = GrpcLROracle(aggregator)
         oracle.clients = clients
-        if on_client_exit is not None:
-            watcher = asyncio.ensure_future(_watch_clients(clients, on_client_exit))
+        if watch is not None:
+            watcher = asyncio.ensure_future(watch(clients))
         yield oracle
     except BaseException as exc:
         failure = _failure(exc)
@@ -382,10 +406,10 @@ async def launch_local(
         try:
             reason = failure or "the experiment is over"
             await asyncio.wait_for(aggregator.close(reason, failed=failure is not None), 5.0)
-        except BaseException:  # noqa: BLE001 - cleanup must reach the children whatever happened
+        except BaseException:  # noqa: BLE001 - cleanup must reach the clients whatever happened
             pass
         finally:
-            stop_clients(clients)
+            stop(clients)
 
 
 class GrpcOracleFactory(SealedOracleFactory):

@@ -53,7 +53,7 @@ from ldp.core.population import PopulationSpec
 from ldp.wire.aggregator import READY_TIMEOUT_S, GrpcAggregator, GrpcLROracle, ShardClaim
 from ldp.wire.client_config import ClientConfig
 from ldp.wire.factory import SealedOracleFactory
-from ldp.wire.launcher import EXIT_CLIENT_DIED, _failure, _say_stderr, check_processes, describe_exit
+from ldp.wire.launcher import EXIT_CLIENT_DIED, _say_stderr, check_processes, describe_exit, serve_clients
 from ldp.wire.sealed import new_seal_key
 
 __all__ = ["RayClient", "RayOracleFactory", "import_ray", "launch_ray", "place_clients", "ray_oracle_factory", "run_ray_clients"]
@@ -452,33 +452,18 @@ async def launch_ray(
         dial = f"{host}:{aggregator.port}"
         if server_tls is None and not local and on_client_exit is not None:
             on_client_exit(f"ldp: the aggregator at {dial} is plaintext for Ray nodes on other machines; use tls= (ldp-sim certs) across machines")
-        clients: list[RayClient] = []
-        watcher: asyncio.Future[None] | None = None
-        failure: str | None = None
-        try:
-            claims = [ShardClaim(k, processes) for k in range(processes)]
-            clients = place_clients(
+        claims = [ShardClaim(k, processes) for k in range(processes)]
+        async with serve_clients(
+            aggregator,
+            start=lambda: place_clients(
                 ray, dial, claims, config, num_cpus=num_cpus, scheduling_strategy=scheduling_strategy,
                 connect_timeout_s=connect_timeout_s, extra_args=extra_args, tls_files=tls_files, tls_args=tls_args,
-            )
-            await _wait_ready(aggregator, clients, ready_timeout_s, num_cpus, dial)
-            oracle = GrpcLROracle(aggregator)
-            oracle.clients = clients
-            if on_client_exit is not None:
-                watcher = asyncio.ensure_future(_watch(clients, on_client_exit))
+            ),
+            ready=lambda clients: _wait_ready(aggregator, clients, ready_timeout_s, num_cpus, dial),
+            watch=None if on_client_exit is None else (lambda clients: _watch(clients, on_client_exit)),
+            stop=lambda clients: _stop(ray, clients, stop_timeout_s),
+        ) as oracle:
             yield oracle
-        except BaseException as exc:
-            failure = _failure(exc)
-            raise
-        finally:
-            if watcher is not None:
-                watcher.cancel()
-            try:
-                await asyncio.wait_for(aggregator.close(failure or "the experiment is over", failed=failure is not None), 5.0)
-            except BaseException:  # noqa: BLE001 - cleanup must reach the tasks whatever happened
-                pass
-            finally:
-                _stop(ray, clients, stop_timeout_s)
 
 
 class RayOracleFactory(SealedOracleFactory):
