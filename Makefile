@@ -10,6 +10,8 @@ $(STAMP): pyproject.toml
 	@echo "make: creating .venv and installing ldp with its test and dev tools (1–2 minutes the first time)"
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
+	@# the distribution was called ldp before 0.3 (a name PyPI gives to another project): drop it from an older .venv
+	$(PY) -m pip uninstall --quiet --yes ldp 2>/dev/null || true
 	$(PY) -m pip install --quiet -e '.[test,dev]'
 	touch $(STAMP)
 	@echo "make: .venv is ready (activate it with: source .venv/bin/activate)"
@@ -17,15 +19,21 @@ $(STAMP): pyproject.toml
 venv: $(STAMP)
 
 demo: $(STAMP)
-	$(PY) -m simulations.demo
+	$(PY) -m ldp.simulations.demo
 
+# One pytest-xdist worker per core. Each test goes to whichever worker is free, except that a
+# test file with a module-scoped fixture (a Ray cluster, a class of 30 students) stays on one
+# worker, so the fixture is built once (the loadgroup scheduler in tests/conftest.py).
 test: $(STAMP)
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n auto --dist loadgroup
 
-# ruff (lint + import order) on everything, mypy on ldp/ (configured in pyproject.toml)
+# ruff (lint + import order) on everything, mypy on ldp/, the layer contract (all configured in pyproject.toml)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check ldp simulations tests benchmarks
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
+	@# the same contract where the wheel puts simulations/ (ldp/simulations/): grimp reads only ldp/ in the checkout
+	$(PY) -m pytest -q -p no:cacheprovider tests/docs/test_layers.py
 
 separation: $(STAMP)
 	$(VENV)/bin/ldp-sim run separation

@@ -125,7 +125,7 @@ def _population(n: int) -> PopulationSpec:
 
 
 async def _session_rounds(oracle: object, n: int, rounds: int) -> float:
-    from ldp.core.queries import field_query
+    from ldp.core.query_specs import field_query
     from ldp.core.randomizers import RandomizerSpec
     from ldp.local.messages import SessionKind
     from ldp.local.session import Request, Session

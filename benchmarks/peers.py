@@ -75,7 +75,7 @@ def nominal_pq(oracle: str, k: int, eps: float) -> tuple[float, float]:
 
 def ldp_oracle(oracle: str, k: int, eps: float) -> Any:
     from ldp.core.frequency_oracles import HadamardResponse, OptimizedLocalHashing, OptimizedUnaryEncoding, SubsetSelection, SymmetricUnaryEncoding
-    from ldp.core.randomizers import KaryRandomizedResponse
+    from ldp.core.rr_mechanisms import KaryRandomizedResponse
 
     cats = tuple(range(k))
     make = {

@@ -18,7 +18,7 @@ from rich.table import Table
 
 from ldp.core.concepts import ConjunctionConcept, ProductBernoulli, concept_class
 from ldp.core.population import PopulationSpec, generate_records
-from ldp.core.queries import field_query, record_query
+from ldp.core.query_specs import field_query, record_query
 from ldp.core.randomizers import LocalRandomizer, RandomizerSpec
 from ldp.core.rng import RandomSource
 

@@ -44,21 +44,21 @@ _EXPORTS: dict[str, str] = {
     "generator": "ldp.core.rng",
     # queries
     "QuerySpec": "ldp.core.queries",
-    "field_query": "ldp.core.queries",
-    "label_query": "ldp.core.queries",
-    "conjunction": "ldp.core.queries",
-    "parity": "ldp.core.queries",
-    "bent": "ldp.core.queries",
-    "user_parity": "ldp.core.queries",
-    "product": "ldp.core.queries",
-    "affine": "ldp.core.queries",
-    "record_query": "ldp.core.queries",
+    "field_query": "ldp.core.query_specs",
+    "label_query": "ldp.core.query_specs",
+    "conjunction": "ldp.core.query_specs",
+    "parity": "ldp.core.query_specs",
+    "bent": "ldp.core.query_specs",
+    "user_parity": "ldp.core.query_specs",
+    "product": "ldp.core.query_specs",
+    "affine": "ldp.core.query_specs",
+    "record_query": "ldp.core.query_specs",
     # randomizers and their audit
     "RandomizerSpec": "ldp.core.randomizers",
     "LocalRandomizer": "ldp.core.randomizers",
-    "BinaryRandomizedResponse": "ldp.core.randomizers",
-    "KaryRandomizedResponse": "ldp.core.randomizers",
-    "DiscreteLaplaceRandomizer": "ldp.core.randomizers",
+    "BinaryRandomizedResponse": "ldp.core.rr_mechanisms",
+    "KaryRandomizedResponse": "ldp.core.rr_mechanisms",
+    "DiscreteLaplaceRandomizer": "ldp.core.laplace",
     "randomizer_kinds": "ldp.core.randomizers",
     "verify_exact": "ldp.core.audit",
     "audit_epsilon": "ldp.core.audit",
@@ -75,6 +75,8 @@ _EXPORTS: dict[str, str] = {
     "Status": "ldp.local.messages",
     "launch_local": "ldp.wire.launcher",
     "grpc_oracle_factory": "ldp.wire.launcher",
+    # experiments (ldp-sim list / run): a user's own joins with one call
+    "register_experiment": "ldp.experiment.registry",
     # errors
     "LDPError": "ldp.core.errors",
     "ParameterError": "ldp.core.errors",
@@ -98,6 +100,10 @@ def run(coroutine: Coroutine[Any, Any, T]) -> T:
     Interrupting while it waits cancels the coroutine (its ``async with`` blocks close, e.g.
     client processes stop) before re-raising.
     """
+    if not asyncio.iscoroutine(coroutine):  # e.g. ldp.run(session.round) without its arguments
+        from ldp.core.errors import ParameterError
+
+        raise ParameterError(f"ldp.run takes a coroutine, e.g. ldp.run(session.round([...])), got {coroutine!r}")
     try:
         asyncio.get_running_loop()
     except RuntimeError:  # no loop in this thread: a script, or a plain Python console
@@ -147,28 +153,14 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, eagerly
     from ldp.core.concepts import ConceptClass, Referee, concept_class
     from ldp.core.datafile import load_data
     from ldp.core.errors import LDPError, ParameterError
+    from ldp.core.laplace import DiscreteLaplaceRandomizer
     from ldp.core.population import PopulationSpec
-    from ldp.core.queries import (
-        QuerySpec,
-        affine,
-        bent,
-        conjunction,
-        field_query,
-        label_query,
-        parity,
-        product,
-        record_query,
-        user_parity,
-    )
-    from ldp.core.randomizers import (
-        BinaryRandomizedResponse,
-        DiscreteLaplaceRandomizer,
-        KaryRandomizedResponse,
-        LocalRandomizer,
-        RandomizerSpec,
-        randomizer_kinds,
-    )
+    from ldp.core.queries import QuerySpec
+    from ldp.core.query_specs import affine, bent, conjunction, field_query, label_query, parity, product, record_query, user_parity
+    from ldp.core.randomizers import LocalRandomizer, RandomizerSpec, randomizer_kinds
     from ldp.core.rng import generator
+    from ldp.core.rr_mechanisms import BinaryRandomizedResponse, KaryRandomizedResponse
+    from ldp.experiment.registry import register_experiment
     from ldp.local.messages import SessionKind, Status, Users
     from ldp.local.oracle import InProcessLROracle, LROracle, Reports
     from ldp.local.session import Request, Session
@@ -178,6 +170,6 @@ try:  # one source: the version in pyproject.toml, as installed
     from importlib.metadata import PackageNotFoundError
     from importlib.metadata import version as _version
 
-    __version__ = _version("ldp")
+    __version__ = _version("ldp-sim")
 except PackageNotFoundError:  # pragma: no cover - running from a source tree that was never installed
     __version__ = "0+unknown"

@@ -20,7 +20,7 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from ldp.local.oracle import InProcessLROracle
-from simulations import randomized_response, separation
+from ldp.simulations import randomized_response, separation
 
 
 def summary_table(result: dict) -> Table:

@@ -43,15 +43,16 @@ from ldp.central.polygons import (
     random_polygon_union,
 )
 from ldp.core.rng import generator
-from simulations import reporting
-from simulations.reporting import data_ticks, markdown_table, new_figure, save_figure, simulation_main, write_csv, write_json
+from ldp.experiment import ExperimentResult, Simulation
+from ldp.simulations import reporting
+from ldp.simulations.reporting import data_ticks, markdown_table, new_figure, save_figure, simulation_main, write_csv, write_json
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
 __all__ = ["Config", "Result", "run", "main", "quick_config", "plot", "plot_polygons", "write_outputs", "table_rows", "print_table",
-           "DEFAULT_OUT", "TABLE_HEADERS"]
+           "DEFAULT_OUT", "TABLE_HEADERS", "report", "EXPERIMENT"]
 
 
 @dataclass(frozen=True)
@@ -248,10 +249,20 @@ def print_table(result: Result) -> None:
     reporting.print_table("private convex k-gons / unions of polygons: exact error against n", TABLE_HEADERS, table_rows(result))
 
 
+def report(result: Result, config: Config) -> ExperimentResult:
+    """``ldp-sim run geometry``'s table: the exact error against n, beside Thm 4.7's n."""
+    grid = f"grid {{0..{config.d}}}²"
+    notes = f"{grid}, α = {config.alpha}, β = {config.beta}, δ = {config.delta:g}; {config.trials} trials per point"
+    title = f"Convex k-gons and unions of polygons (KMMS Thm 4.7, 5.1): exact error against n ({result.seconds:.1f} s)"
+    return ExperimentResult(title, TABLE_HEADERS, tuple(table_rows(result)), notes=notes)
+
+
+EXPERIMENT = Simulation.of(__name__, "geometry", "convex k-gon / union-of-polygons learners (KMMS): exact error against n, next to Thm 4.7 (no LR oracle)",
+                           files=("result.json", "errors.csv", "table.md", "errors.png", "polygons.png"))  # the entry point ldp_sim.experiments: geometry
+
+
 def main(argv: list[str] | None = None) -> Result:
-    return simulation_main(argv, description=__doc__.splitlines()[0], default_out=DEFAULT_OUT, quick_help="13×13 grid, 2 sizes, 1 trial (< 30 s)",
-                           configure=lambda quick, seed: quick_config(seed) if quick else Config(seed=seed),
-                           run=run, write=write_outputs, show=print_table)
+    return simulation_main(argv, EXPERIMENT, description=__doc__.splitlines()[0], quick_help="13×13 grid, 2 sizes, 1 trial (< 30 s)", show=print_table)
 
 
 if __name__ == "__main__":

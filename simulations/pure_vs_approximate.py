@@ -40,13 +40,14 @@ from ldp.central.point import (
 from ldp.central.sanitizers import learn_point_by_sanitization
 from ldp.central.thresholds import learn_thresholds_approx, learn_thresholds_pure
 from ldp.core.rng import generator
-from simulations import reporting
-from simulations.reporting import data_ticks, log_decades, markdown_table, new_figure, readable_log_axis, save_figure, simulation_main, write_csv, write_json
+from ldp.experiment import ExperimentResult, Simulation
+from ldp.simulations import reporting
+from ldp.simulations.reporting import data_ticks, log_decades, markdown_table, new_figure, readable_log_axis, save_figure, write_csv, write_json
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["Config", "Result", "run", "main", "quick_config", "plot", "write_outputs", "table_rows", "print_table", "DEFAULT_OUT", "TABLE_HEADERS"]
+__all__ = ["Config", "Result", "run", "main", "quick_config", "plot", "write_outputs", "table_rows", "print_table", "DEFAULT_OUT", "TABLE_HEADERS", "report", "EXPERIMENT"]
 
 
 @dataclass(frozen=True)
@@ -315,10 +316,20 @@ def print_table(result: Result) -> None:
     reporting.print_table("users needed (m_90): pure vs approximate central DP", TABLE_HEADERS, table_rows(result))
 
 
+def report(result: Result, config: Config) -> ExperimentResult:
+    """``ldp-sim run pure-vs-approximate``'s table, with the settings every row shares."""
+    c = config
+    settings = f"α = {c.alpha}, β = {c.beta}, ε = {c.epsilon}, δ = {c.delta:g}; {c.trials} trials per point"
+    return ExperimentResult(f"Users needed (m_90): pure vs approximate central DP ({result.seconds:.1f} s)", TABLE_HEADERS, tuple(table_rows(result)), notes=settings)
+
+
+# the entry point ldp_sim.experiments: pure-vs-approximate (pyproject.toml); in process only
+EXPERIMENT = Simulation.of(__name__, "pure-vs-approximate", "POINT_d/THRESH_d learners, pure vs approximate central DP (no LR oracle)",
+                           files=("result.json", "m90.csv", "table.md", "m90.png"))
+
+
 def main(argv: list[str] | None = None) -> Result:
-    return simulation_main(argv, description=__doc__.splitlines()[0], default_out=DEFAULT_OUT, quick_help="small grid, few trials (< 60 s)",
-                           configure=lambda quick, seed: quick_config(seed) if quick else Config(seed=seed),
-                           run=run, write=write_outputs, show=print_table)
+    return reporting.simulation_main(argv, EXPERIMENT, description=__doc__.splitlines()[0], quick_help="small grid, few trials (< 60 s)", show=print_table)
 
 
 if __name__ == "__main__":

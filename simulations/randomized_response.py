@@ -6,7 +6,8 @@ sqrt(p_keep·q / n) / (p_keep − q) with p_keep = e^ε/(e^ε+1), q = 1 − p_ke
 estimator given the users' bits, up to the O(1/n) term from the true fraction).
 Runs on any ``LROracle``: one NON_INTERACTIVE session per ε, on disjoint users. ``--out DIR``
 also writes ``table.md``, ``estimates.csv``, ``result.json`` and ``estimates.png``; the same writer
-serves ``ldp-sim run rr-demo`` (``write_demo_outputs``, default ``results/rr-demo``).
+serves ``ldp-sim run rr-demo`` (``DEMO``, an ``ldp.experiment.Experiment`` written out by hand:
+one oracle, no settings; ``write_demo_outputs``, default ``results/rr-demo``).
 """
 
 from __future__ import annotations
@@ -15,27 +16,29 @@ import argparse
 import asyncio
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ldp.cli.experiments import ExperimentResult
-from ldp.core.concepts import ConjunctionConcept, ProductBernoulli, concept_class
+from ldp.core.concepts import ConceptClass, ConjunctionConcept, ParityConcept, ProductBernoulli, concept_class
 from ldp.core.errors import ParameterError
 from ldp.core.population import PopulationSpec, generate_records
-from ldp.core.queries import field_query
-from ldp.core.randomizers import BinaryRandomizedResponse, RandomizerSpec
+from ldp.core.queries import QuerySpec
+from ldp.core.query_specs import field_query
+from ldp.core.randomizers import RandomizerSpec
+from ldp.core.rr_mechanisms import BinaryRandomizedResponse
+from ldp.experiment import ExperimentArgs, ExperimentResult, Shape
 from ldp.local.messages import SessionKind, Users
 from ldp.local.oracle import InProcessLROracle, LROracle
 from ldp.local.session import Request, Session
-from simulations.reporting import data_ticks, markdown_table, new_figure, save_figure, write_csv, write_json
+from ldp.simulations.reporting import data_ticks, markdown_table, new_figure, save_figure, write_csv, write_json
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["RRRow", "Estimate", "population", "run", "referee", "table", "plot", "write_outputs", "write_rows", "write_demo_outputs", "main", "EPSILONS", "DEMO_OUT"]
+__all__ = ["RRRow", "Estimate", "population", "run", "referee", "table", "plot", "write_outputs", "write_rows", "write_demo_outputs", "main", "EPSILONS", "DEMO_OUT", "RRDemo", "DEMO"]
 
 EPSILONS = (0.25, 0.5, 1.0, 2.0)
 
@@ -180,6 +183,61 @@ def write_demo_outputs(result: ExperimentResult, out: Path) -> tuple[Path, ...]:
     at = {field: result.columns.index(header) for field, header in DEMO_COLUMNS.items()}
     estimates = [Estimate(**{field: float(str(row[k]).replace(",", "")) for field, k in at.items()}) for row in result.rows]
     return write_outputs(out, result.title, result.columns, result.rows, estimates, result.notes)
+
+
+# --- ``ldp-sim run rr-demo``: the Experiment protocol written out by hand (one oracle, no settings) ---
+
+RR_DEMO_P = 0.3  # each bit of x is 1 with this probability: the truth the demo estimates
+
+
+@dataclass(frozen=True)
+class RRDemo:
+    """Randomized response of one bit (Warner 1965; KLNRS §4.1): estimate the fraction of users
+    whose bit x_0 is 1, at ε = budget/8, /4, /2, /1, each on its own quarter of the users (so no
+    user spends more than its budget), one non-interactive session per ε; the table is also
+    written as table.md, estimates.csv, result.json and estimates.png (``--out``, default
+    ``results/rr-demo``)."""
+
+    name: str = "rr-demo"
+    description: str = "randomized response of a bit: estimate vs truth per ε"
+    shape: Shape = "oracle"
+    config_type: type | None = None
+    default_users: int | None = 100_000
+    default_epsilon: float | None = 1.0
+
+    def population(self, args: ExperimentArgs) -> PopulationSpec:
+        if args.users < 4:
+            raise ParameterError(f"rr-demo needs at least 4 users (one group per ε), got {args.users}")
+        return PopulationSpec(
+            ConceptClass("parity", 4), ParityConcept((1, 0, 1, 1)), args.users, budget=args.epsilon, seed=args.seed, distribution=ProductBernoulli(RR_DEMO_P)
+        )
+
+    async def run(self, oracle: LROracle, args: ExperimentArgs) -> ExperimentResult:
+        n = oracle.user_count
+        epsilons = [args.epsilon / 8, args.epsilon / 4, args.epsilon / 2, args.epsilon]
+        bounds = [n * k // len(epsilons) for k in range(len(epsilons) + 1)]
+        query = QuerySpec("field", {"field": "x", "index": 0})
+        rows = []
+        for k, eps in enumerate(epsilons):
+            session = Session(oracle, SessionKind.NON_INTERACTIVE, name=f"rr-demo ε={eps:g}", deadline_s=args.deadline_s)
+            (reports,) = await session.round([Request.of(range(bounds[k], bounds[k + 1]), RandomizerSpec("binary_rr", query, eps))])
+            rr = BinaryRandomizedResponse(eps)
+            m = len(reports.values)
+            estimate = float(rr.estimate(reports.values).mean()) if m else math.nan
+            std = math.sqrt(float(rr.variance(np.array(RR_DEMO_P))) / m) if m else math.nan
+            missing = len(reports.asked) - m
+            rows.append((f"{eps:.4g}", m, f"{estimate:.4f}", f"{RR_DEMO_P:.4f}", f"{abs(estimate - RR_DEMO_P):.4f}", f"{std:.4f}", missing))
+            args.progress(k + 1, len(epsilons))
+        result = ExperimentResult(
+            f"Randomized response of one bit: {n} users, budget ε = {args.epsilon:g}",
+            ("ε", "reports", "estimate", "truth", "|error|", "std. error (theory)", "not answered"),
+            tuple(rows),
+            notes="truth = Pr[x_0 = 1] of the population's distribution; each ε uses a disjoint quarter of the users",
+        )
+        return replace(result, files=write_demo_outputs(result, Path(args.out or DEMO_OUT)))
+
+
+DEMO = RRDemo()  # the entry point ldp_sim.experiments: rr-demo (pyproject.toml)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -42,15 +42,17 @@ from ldp.core.datafile import DataPopulation, load_data
 from ldp.core.errors import ParameterError
 from ldp.core.mean_estimation import from_unit_interval, unit_interval_query
 from ldp.core.population import PopulationDescription
-from ldp.core.queries import field_query
-from ldp.core.randomizers import KaryRandomizedResponse, LocalRandomizer, RandomizerSpec
+from ldp.core.query_specs import field_query
+from ldp.core.randomizers import LocalRandomizer, RandomizerSpec
 from ldp.core.rng import derive_key_bytes
+from ldp.core.rr_mechanisms import KaryRandomizedResponse
+from ldp.experiment import ExperimentResult, Simulation
 from ldp.learners.heavy_hitters import grr_frequency_variance
 from ldp.local.messages import RoundReply, RoundRequest, SessionKind
 from ldp.local.oracle import LROracle, Reports, ShardRange
 from ldp.local.session import Request, Session
 from ldp.local.shard import Shard
-from simulations.reporting import data_ticks, markdown_table, new_figure, save_figure, write_csv, write_json
+from ldp.simulations.reporting import data_ticks, markdown_table, new_figure, save_figure, write_csv, write_json
 
 __all__ = [
     "Config",
@@ -66,6 +68,8 @@ __all__ = [
     "MEAN_KINDS",
     "DEFAULT_OUT",
     "COLUMNS",
+    "report",
+    "EXPERIMENT",
 ]
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
@@ -89,7 +93,9 @@ COLUMNS = ("ε", "statistic", "mechanism", "truth", "estimate", "error", "predic
 class Config:
     """``epsilons``: ε per request; ``transport``: "grpc" (client processes) or "inprocess";
     ``processes``: client processes over gRPC; ``seed``: the users' report key is derived from it
-    (reproducible runs); ``data``/``schema``: the file and its declared schema."""
+    (reproducible runs); ``data``/``schema``: the file and its declared schema (client processes
+    serve only a declared one: a schema inferred from the file would publish its min and max,
+    invariant I3 of docs/design.md §2a)."""
 
     epsilons: tuple[float, ...] = (0.5, 1.0, 2.0, 4.0)
     transport: str = "grpc"
@@ -162,7 +168,11 @@ async def data_oracle(
     from ldp.wire.client_config import ClientConfig
     from ldp.wire.launcher import spawn_clients, stop_clients
 
-    config = ClientConfig(data_path=str(data_path), schema_path=None if schema_path is None else str(schema_path), budget=budget, report_key=key)
+    # The experiment launches these clients and never restarts them: it vouches for their
+    # (key, user, nonce) (an empty key salt, invariant I1), so they answer exactly as in process.
+    config = ClientConfig(
+        data_path=str(data_path), schema_path=None if schema_path is None else str(schema_path), budget=budget, report_key=key, key_salt=b""
+    )
     async with GrpcAggregator(PopulationDescription(data.size, data.schema)) as aggregator:
         clients = spawn_clients(aggregator.address, [ShardClaim(k, processes) for k in range(processes)], config)
         try:
@@ -333,26 +343,27 @@ def plot(result: Result, path: Path) -> Path:
     return path
 
 
-def main(argv: list[str] | None = None) -> Result:
-    from simulations.reporting import print_table, simulation_main
+def report(result: Result, config: Config) -> ExperimentResult:
+    """``ldp-sim run real-data``'s table: one row per (ε, statistic)."""
+    return ExperimentResult(f"Real data (Palmer penguins, CC0): LDP estimates vs truth ({result.seconds:.1f} s)", COLUMNS, tuple(cells(r) for r in result.rows), notes=caption(result))
 
-    def configure(quick: bool, seed: int) -> Config:
-        return quick_config(seed) if quick else Config(seed=seed)
+
+# The entry point ldp_sim.experiments: real-data (pyproject.toml). It uses no LR oracle of the CLI's:
+# run() spawns the client processes that host the file's shards (in process with -o transport=inprocess).
+EXPERIMENT = Simulation.of(
+    __name__, "real-data", "real data (CC0 penguins file) hosted by loopback gRPC clients: GRR frequencies, Duchi/Piecewise/Hybrid means vs truth",
+    files=("result.json", "estimates.csv", "table.md", "estimates.png"),
+)
+
+
+def main(argv: list[str] | None = None) -> Result:
+    from ldp.simulations.reporting import print_table, simulation_main
 
     def show(result: Result) -> None:
         print_table("Real data (Palmer penguins): LDP estimates vs truth", COLUMNS, [cells(r) for r in result.rows])
         print(caption(result))
 
-    return simulation_main(
-        argv,
-        description=__doc__.splitlines()[0],
-        default_out=DEFAULT_OUT,
-        quick_help="two values of ε (1 and 4)",
-        configure=configure,
-        run=lambda c: asyncio.run(run(c)),
-        write=write_outputs,
-        show=show,
-    )
+    return simulation_main(argv, EXPERIMENT, description=__doc__.splitlines()[0], quick_help="two values of ε (1 and 4)", show=show)
 
 
 if __name__ == "__main__":

@@ -28,7 +28,9 @@ figure, and warns (``FigureReadabilityWarning``) with every rule still broken.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import csv
+import inspect
 import json
 import math
 import warnings
@@ -40,6 +42,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from ldp.core.errors import ParameterError
+from ldp.experiment import ExperimentArgs, Simulation
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -162,26 +165,22 @@ C = TypeVar("C")
 R = TypeVar("R")
 
 
-def simulation_main(
-    argv: list[str] | None,
-    *,
-    description: str,
-    default_out: str,
-    quick_help: str,
-    configure: Callable[[bool, int], C],
-    run: Callable[[C], R],
-    write: Callable[[R, Path], object],
-    show: Callable[[R], None],
-) -> R:
-    """``--quick``, ``--seed S``, ``--out DIR``: run ``configure(quick, seed)``, write the outputs
-    to ``DIR`` (default ``default_out``), show the table; returns the result."""
+def simulation_main(argv: list[str] | None, experiment: Simulation[Any, R], *, description: str, quick_help: str, show: Callable[[R], None]) -> R:
+    """``python -m ldp.simulations.NAME [--quick] [--seed S] [--out DIR]``: the experiment's config
+    for those settings (as ``ldp-sim run NAME`` builds it), its computation in process, its files
+    written to ``DIR`` (default: the experiment's folder), the table shown; returns the result."""
+    default_out = experiment.output_folder(ExperimentArgs(users=0, epsilon=1.0))
     ap = argparse.ArgumentParser(description=description)
     ap.add_argument("--quick", action="store_true", help=quick_help)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path, default=Path(default_out), help=f"output directory (default {default_out})")
     args = ap.parse_args(argv)
-    result = run(configure(args.quick, args.seed))
-    write(result, args.out)
+    config = experiment.config(ExperimentArgs(users=0, epsilon=experiment.default_epsilon or 1.0, seed=args.seed, quick=args.quick))
+    result = experiment.compute(config)  # in process: a factory experiment's compute defaults to InProcessLROracle users
+    if inspect.isawaitable(result):
+        result = asyncio.run(result)  # type: ignore[arg-type]
+    if experiment.write is not None:
+        experiment.write(result, args.out)
     show(result)
     return result
 

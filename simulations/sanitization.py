@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ldp.central.laplace import laplace_mechanism
+from ldp.central.laplace_mechanism import laplace_mechanism
 from ldp.central.sanitizers import (
     cdf_max_error,
     point_max_error,
@@ -35,15 +35,16 @@ from ldp.central.sanitizers import (
     san_points_parameters,
     stability_histogram,
 )
-from ldp.core.randomizers import KaryRandomizedResponse
 from ldp.core.rng import RandomSource, generator
-from simulations import reporting
-from simulations.reporting import data_ticks, markdown_table, new_figure, save_figure, simulation_main, write_csv, write_json
+from ldp.core.rr_mechanisms import KaryRandomizedResponse
+from ldp.experiment import ExperimentResult, Simulation
+from ldp.simulations import reporting
+from ldp.simulations.reporting import data_ticks, markdown_table, new_figure, save_figure, simulation_main, write_csv, write_json
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["Config", "Result", "run", "main", "quick_config", "plot", "write_outputs", "table_rows", "DEFAULT_OUT"]
+__all__ = ["Config", "Result", "run", "main", "quick_config", "plot", "write_outputs", "table_rows", "DEFAULT_OUT", "report", "EXPERIMENT"]
 
 DEFAULT_OUT = "results/sanitization"
 
@@ -200,11 +201,22 @@ def print_table(result: Result) -> None:
                           table_rows(result))
 
 
+def report(result: Result, config: Config) -> ExperimentResult:
+    """``ldp-sim run sanitization``'s table; the notes say α, ε, δ and the trials."""
+    return ExperimentResult(
+        f"Sanitization error vs d: central sanitizers and local GRR ({result.seconds:.1f} s)", TABLE_HEADERS, tuple(table_rows(result)),
+        notes=f"α = {config.alpha}, ε = {config.epsilon}, δ = {config.delta:g}; {config.trials} trials per cell",
+    )
+
+
+EXPERIMENT = Simulation.of(  # the entry point ldp_sim.experiments: sanitization (pyproject.toml); in process only
+    __name__, "sanitization", "POINT_d/THRESH_d sanitization error vs d: BNS sanitizers vs local GRR (no LR oracle)",
+    files=("result.json", "errors.csv", "table.md", "errors.png"),
+)
+
+
 def main(argv: list[str] | None = None) -> Result:
-    return simulation_main(argv, description=__doc__.splitlines()[0], default_out=DEFAULT_OUT,
-                           quick_help="small grid, one trial (< 30 s)",
-                           configure=lambda quick, seed: quick_config(seed) if quick else Config(seed=seed),
-                           run=run, write=write_outputs, show=print_table)
+    return simulation_main(argv, EXPERIMENT, description=__doc__.splitlines()[0], quick_help="small grid, one trial (< 30 s)", show=print_table)
 
 
 if __name__ == "__main__":

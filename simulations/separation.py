@@ -54,12 +54,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from scipy.stats import beta as beta_distribution
 
+from ldp.core.audit import clopper_pearson
 from ldp.core.concepts import ConceptClass, concept_class
-from ldp.core.errors import ParameterError, require_epsilon, require_probability
+from ldp.core.errors import ParameterError, require_epsilon, require_integer, require_probability
+from ldp.core.learner_result import LearnerResult, true_error
 from ldp.core.population import PopulationSpec, generate_records
 from ldp.core.rng import generator
+from ldp.experiment import ExperimentArgs, ExperimentResult, Simulation
 from ldp.learners.masked_parity import (
     learn_masked_parity_interactive,
     learn_masked_parity_lni,
@@ -71,16 +73,15 @@ from ldp.learners.masked_parity import (
 from ldp.learners.occam import learn_occam, occam_sample_size
 from ldp.learners.parity import PackedExamples, a_star_sample_size, algorithm_a_star
 from ldp.learners.parity_local import learn_parity_local, parity_local_lemma43_users
-from ldp.learners.results import LearnerResult, true_error
 from ldp.learners.theorem51 import lni_users_lower_bound
 from ldp.local.oracle import InProcessLROracle, LROracle
-from simulations import reporting
-from simulations.reporting import data_ticks, new_figure, readable_log_axis, save_figure, write_csv, write_json
+from ldp.simulations import reporting
+from ldp.simulations.reporting import data_ticks, new_figure, readable_log_axis, save_figure, write_csv, write_json
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["Config", "quick_config", "run", "main", "in_process_oracle", "LEARNERS"]
+__all__ = ["Config", "quick_config", "run", "main", "in_process_oracle", "LEARNERS", "EXPERIMENT"]
 
 OracleFactory = Callable[[PopulationSpec], AbstractAsyncContextManager[LROracle]]
 
@@ -115,7 +116,7 @@ class Config:
     full_at_cap: bool = True  # a learner failing at the cap: rerun all trials there for its success rate
     learners: tuple[str, ...] = ("LI", "LNI", "central-A*", "central-occam", "local-parity")
     # Central baselines from the other seeds (BNS): POINT_d with pure ε-DP (exponential mechanism)
-    # against (ε, δ)-DP (A_dist), measured by simulations.pure_vs_approximate's search. () skips them.
+    # against (ε, δ)-DP (A_dist), measured by ldp.simulations.pure_vs_approximate's search. () skips them.
     point_bits: tuple[int, ...] = (8, 32, 128, 512)
     point_trials: int = 100
     out: str | None = "results/separation"
@@ -132,10 +133,9 @@ class Config:
         require_epsilon(self.epsilon)
         require_probability("alpha", self.alpha)
         require_probability("beta", self.beta)
-        for name in ("trials", "cap", "start_users", "curve_trials", "point_trials", "parallel_trials", "parallel_users"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ParameterError(f"separation: {name} must be an integer ≥ 1, got {value!r}")
+        require_integer("separation: seed", self.seed, 0, 2**64 - 1, "[0, 2^64)")
+        for name, most in INTEGER_LIMITS.items():  # an upper bound too: trials=10^20 would run forever
+            require_integer(f"separation: {name}", getattr(self, name), 1, most, f"[1, {most:,}]")
         if isinstance(self.resolution, bool) or not isinstance(self.resolution, (int, float)) or not 1.0 < self.resolution <= 2.0:
             raise ParameterError(f"separation: resolution must be a ratio in (1, 2], got {self.resolution!r}")
         if self.start_users > self.cap:
@@ -154,6 +154,20 @@ class Config:
         unknown = [name for name in self.learners if name not in LEARNERS]
         if unknown:
             raise ParameterError(f"unknown learner(s) {unknown}; learners: {list(LEARNERS)}")
+
+
+# The most each integer setting may be (`-o KEY=VALUE` lands in Config): far above any run this
+# sweep makes (20 trials, a 2^26 cap), and below what would make one run take years or ask for
+# more users than a population may have (ldp.core.population.MAX_USERS = 2^40).
+INTEGER_LIMITS: dict[str, int] = {
+    "trials": 10_000,
+    "cap": 2**40,
+    "start_users": 2**40,
+    "curve_trials": 10_000,
+    "point_trials": 1_000_000,
+    "parallel_trials": 1_024,
+    "parallel_users": 2**40,
+}
 
 
 def quick_config(seed: int = 0, out: str | None = "results/demo/separation") -> Config:
@@ -307,15 +321,6 @@ class _Trials:
         return true_error(referee, res.hypothesis), res
 
 
-def clopper_pearson(successes: int, trials: int, level: float = 0.95) -> tuple[float, float]:
-    """The exact (Clopper–Pearson) two-sided interval for a success probability from k of T."""
-    k, t = int(successes), int(trials)
-    tail = (1.0 - level) / 2.0
-    low = 0.0 if k == 0 else float(beta_distribution.ppf(tail, k, t - k + 1))
-    high = 1.0 if k == t else float(beta_distribution.ppf(1.0 - tail, k + 1, t - k))
-    return low, high
-
-
 async def _evaluate(trials: _Trials, learner: str, d: int, n: int, early_stop: bool = True) -> dict[str, Any]:
     """k/T at n users. Trials are read in order 0, 1, …, and with ``early_stop`` the size is
     abandoned right after the failure that puts the success rate out of reach. Up to
@@ -354,7 +359,7 @@ async def _evaluate(trials: _Trials, learner: str, d: int, n: int, early_stop: b
         "trials": len(errors),
         "successes": successes,
         "success_rate": successes / len(errors),
-        "ci": clopper_pearson(successes, len(errors)),
+        "ci": clopper_pearson(successes, len(errors)),  # 95 %: two one-sided 97.5 % bounds
         "stopped_early": len(errors) < c.trials,
         "ok": failures <= allowed and len(errors) == c.trials,
         "mean_error": float(np.mean(errors)),
@@ -512,7 +517,7 @@ def central_point_baselines(config: Config) -> list[dict[str, Any]]:
     """POINT_d learned by a trusted curator, pure against approximate DP (BNS §3.1; KLNRS Thm 3.7),
     as separation rows: users needed (m_90, the smallest n with error ≤ α in ≥ 1 − β of
     ``point_trials`` seeded trials on BNS's two-point hard distribution) against d = bits."""
-    from simulations import pure_vs_approximate as pva
+    from ldp.simulations import pure_vs_approximate as pva
 
     pconfig = pva.Config(
         point_bits=config.point_bits, threshold_bits=(), alpha=config.alpha, beta=config.beta, epsilon=config.epsilon,
@@ -871,6 +876,53 @@ def render(out: str | Path) -> dict[str, Any]:
     result["table"] = markdown_table(result)
     result["files"] = [str(p) for p in write_outputs(result, out)]
     return result
+
+
+async def run_with_progress(config: Config, oracle_factory: OracleFactory, args: ExperimentArgs) -> dict[str, Any]:
+    """``run`` with ``ldp-sim``'s progress bar: one step per (learner, d) row and per error curve."""
+    total = sum(len(LEARNERS[name].dims(config)) for name in config.learners)
+    total += sum(1 for name in ("LI", "LNI", "LNI-b") if name in config.learners and config.curve_users)
+    done = 0
+
+    def log(line: str) -> None:
+        nonlocal done
+        done += 1
+        args.log(line)
+        args.progress(done, total)
+
+    args.progress(0, total)
+    return await run(config, oracle_factory, log=log)
+
+
+def report(result: dict[str, Any], config: Config) -> ExperimentResult:
+    """The summary table, with the full table's caption and error curves as notes."""
+    head, _, curves = result["table"].partition("\nMean error against users")
+    notes = head.split("\n\n", 1)[0] + "\n" + SUMMARY_CAPTION
+    if curves:
+        notes += "\n\nMean error against users" + curves.rstrip()
+    return ExperimentResult(
+        f"Users needed: LNI ⊊ LI (MASKED-PARITY) and local ⊊ central (PARITY), {result['seconds']} s",
+        SUMMARY_COLUMNS,
+        summary_rows(result),
+        files=tuple(Path(f) for f in result.get("files", ())),
+        notes=notes,
+    )
+
+
+# The entry point ldp_sim.experiments: separation (pyproject.toml). Many seeded populations, each
+# served in process or by one cluster of gRPC client processes that every population is loaded into.
+EXPERIMENT: Simulation[Config, dict[str, Any]] = Simulation(
+    "separation",
+    "users needed vs d with 95 % intervals: LI against the fair LNI on MASKED-PARITY (d ≤ 24), central/local PARITY",
+    Config,
+    run_with_progress,
+    report,
+    quick=quick_config,
+    out="results/separation",
+    quick_out="results/demo/separation",
+    shape="factory",
+    default_epsilon=1.0,
+)
 
 
 def main(argv: list[str] | None = None) -> int:

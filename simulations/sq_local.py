@@ -38,16 +38,17 @@ import numpy as np
 
 from ldp.core.concepts import ConjunctionConcept, ProductBernoulli, concept_class
 from ldp.core.population import PopulationSpec
-from ldp.core.queries import field_query, label_query
+from ldp.core.query_specs import field_query, label_query
 from ldp.core.randomizers import RandomizerSpec
 from ldp.core.rng import generator
+from ldp.experiment import ExperimentArgs, ExperimentResult, Simulation
 from ldp.local.messages import SessionKind
 from ldp.local.oracle import InProcessLROracle, LROracle
 from ldp.local.session import Request, Session
+from ldp.simulations import reporting
+from ldp.simulations.reporting import Column, data_ticks, format_rows, markdown_table, new_figure, save_figure, simulation_main, write_csv, write_json
 from ldp.sq.exact import ExactSQOracle
 from ldp.sq.simulation import SQBackedLROracle, simulation_tolerance
-from simulations import reporting
-from simulations.reporting import Column, data_ticks, format_rows, markdown_table, new_figure, save_figure, simulation_main, write_csv, write_json
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -64,7 +65,10 @@ __all__ = [
     "tv_distance",
     "noise_allowance",
     "measure",
+    "measure_all",
     "run",
+    "report",
+    "EXPERIMENT",
     "table_markdown",
     "plot",
     "write_outputs",
@@ -233,19 +237,28 @@ async def measure(cfg: Config, name: str, oracle_factory: Callable[[PopulationSp
     return row, hist
 
 
-def run(cfg: Config) -> Result:
+async def measure_all(
+    cfg: Config, oracle_factory: Callable[[PopulationSpec], AbstractAsyncContextManager[LROracle]] | None = None, args: ExperimentArgs | None = None
+) -> Result:
+    """Every algorithm through ``measure``; with ``args`` (``ldp-sim run sq-local``), one log line
+    and one progress step per algorithm."""
     start = time.perf_counter()
-
-    async def go() -> tuple[list[dict], dict]:
-        rows, hists = [], {}
-        for name in ALGORITHMS:
-            row, hist = await measure(cfg, name)
-            rows.append(row)
-            hists[name] = hist
-        return rows, hists
-
-    rows, hists = asyncio.run(go())
+    rows, hists = [], {}
+    if args is not None:
+        args.progress(0, len(ALGORITHMS))
+    for k, name in enumerate(ALGORITHMS):
+        row, hist = await measure(cfg, name, oracle_factory)
+        rows.append(row)
+        hists[name] = hist
+        if args is not None:
+            args.log(f"{name}: TV(direct, simulated) = {row['distance']:.4f} (β + allowance = {cfg.beta + row['allowance']:.4f})")
+            args.progress(k + 1, len(ALGORITHMS))
     return Result(cfg, tuple(rows), hists, time.perf_counter() - start)
+
+
+def run(cfg: Config) -> Result:
+    """Every algorithm, the direct runs on ``InProcessLROracle`` users."""
+    return asyncio.run(measure_all(cfg))
 
 
 DEFAULT_OUT = "results/sq-local"  # results/<experiment name>, as `ldp-sim run sq-local` writes
@@ -321,10 +334,22 @@ def print_table(result: Result) -> None:
                           format_rows(result.rows, COLUMNS))
 
 
+def report(result: Result, config: Config) -> ExperimentResult:
+    """``ldp-sim run sq-local``'s table: TV distances, direct against simulated."""
+    columns = tuple(c.header for c in COLUMNS)
+    return ExperimentResult("Local → SQ simulation (KLNRS Lemmas 4.4, 4.5): direct (users) vs SQBackedLROracle", columns, tuple(format_rows(result.rows, COLUMNS)), notes=caption(result))
+
+
+# The entry point ldp_sim.experiments: sq-local (pyproject.toml). The direct runs go to the users
+# through the factory (in process, or gRPC client processes); the simulation runs in the aggregator.
+EXPERIMENT = Simulation.of(
+    __name__, "sq-local", "local algorithms on users vs simulated from SQ answers (TV distance ≤ β + noise)",
+    compute=measure_all, files=("result.json", "distances.csv", "table.md", "outputs.png"), shape="factory", default_epsilon=2.0,
+)
+
+
 def main(argv: list[str] | None = None) -> Result:
-    return simulation_main(argv, description=__doc__.splitlines()[0], default_out=DEFAULT_OUT, quick_help="fewer runs (< 60 s)",
-                           configure=lambda quick, seed: quick_config(seed) if quick else Config(seed=seed),
-                           run=run, write=write_outputs, show=print_table)
+    return simulation_main(argv, EXPERIMENT, description=__doc__.splitlines()[0], quick_help="fewer runs (< 60 s)", show=print_table)
 
 
 if __name__ == "__main__":

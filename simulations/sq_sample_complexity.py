@@ -35,13 +35,12 @@ from scipy import stats
 
 from ldp.core.concepts import ConjunctionConcept, Uniform, concept_class
 from ldp.core.population import PopulationSpec
-from ldp.core.queries import QuerySpec, parity
+from ldp.core.queries import QuerySpec
+from ldp.core.query_specs import parity
+from ldp.experiment import ExperimentResult, Simulation
 from ldp.local.oracle import InProcessLROracle
-from ldp.sq.bounds import central_users_needed, pm_magnitude, users_per_query
-from ldp.sq.central import CentralSQOracle
-from ldp.sq.local import LocalSQOracle
-from simulations import reporting
-from simulations.reporting import (
+from ldp.simulations import reporting
+from ldp.simulations.reporting import (
     Column,
     data_ticks,
     format_rows,
@@ -54,6 +53,9 @@ from simulations.reporting import (
     write_csv,
     write_json,
 )
+from ldp.sq.bounds import central_users_needed, pm_magnitude, users_per_query
+from ldp.sq.central_sq_oracle import CentralSQOracle
+from ldp.sq.local_sq_oracle import LocalSQOracle
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -75,6 +77,8 @@ __all__ = [
     "main",
     "COLUMNS",
     "DEFAULT_OUT",
+    "report",
+    "EXPERIMENT",
 ]
 
 
@@ -297,10 +301,19 @@ def print_table(result: Result) -> None:
                           format_rows(result.rows, COLUMNS), width=200)
 
 
+def report(result: Result, config: Config) -> ExperimentResult:
+    """``ldp-sim run sq-sample-complexity``'s table."""
+    title = f"SQ sample complexity, local vs central ({result.seconds:.1f} s)"
+    return ExperimentResult(title, tuple(c.header for c in COLUMNS), tuple(format_rows(result.rows, COLUMNS)), notes=caption(result))
+
+
+# the entry point ldp_sim.experiments: sq-sample-complexity (pyproject.toml); in process only
+EXPERIMENT = Simulation.of(__name__, "sq-sample-complexity", "users for t SQs within τ: local vs central (no LR oracle)",
+                           files=("result.json", "users.csv", "table.md", "users.png"))
+
+
 def main(argv: list[str] | None = None) -> Result:
-    return simulation_main(argv, description=__doc__.splitlines()[0], default_out=DEFAULT_OUT, quick_help="smaller grids (< 60 s)",
-                           configure=lambda quick, seed: quick_config(seed) if quick else Config(seed=seed),
-                           run=run, write=write_outputs, show=print_table)
+    return simulation_main(argv, EXPERIMENT, description=__doc__.splitlines()[0], quick_help="smaller grids (< 60 s)", show=print_table)
 
 
 if __name__ == "__main__":

@@ -27,8 +27,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from simulations import reporting
-from simulations.reporting import FigureReadabilityWarning, captured_figures, figure_problems
+from ldp.simulations import reporting
+from ldp.simulations.reporting import FigureReadabilityWarning, captured_figures, figure_problems
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -87,42 +87,41 @@ def inspect(fig: Figure) -> list[str]:
 
 
 def _rr(out: Path) -> None:
-    from simulations import randomized_response
+    from ldp.simulations import randomized_response
 
     randomized_response.main(["--users", "2000", "--out", str(out)])
 
 
 def _rr_demo(out: Path) -> None:
-    import ldp.cli.catalog  # noqa: F401  (its rr-demo writes the files)
-    from ldp.cli.experiments import ExperimentArgs, get_experiment
+    from ldp.experiment import ExperimentArgs, get_experiment  # rr-demo writes the files
     from ldp.local.oracle import InProcessLROracle
 
     exp = get_experiment("rr-demo")
     args = ExperimentArgs(users=4000, epsilon=1.0, seed=1, out=str(out))
-    asyncio.run(exp.runner(InProcessLROracle(exp.population(args)), args))
+    asyncio.run(exp.run(InProcessLROracle(exp.population(args)), args))
 
 
 def _sq_local(out: Path) -> None:
-    from simulations import sq_local
+    from ldp.simulations import sq_local
 
     sq_local.main(["--quick", "--out", str(out)])
 
 
 def _sq_sample_complexity(out: Path) -> None:
-    from simulations import sq_sample_complexity
+    from ldp.simulations import sq_sample_complexity
 
     sq_sample_complexity.main(["--quick", "--out", str(out)])
 
 
 def _pure_vs_approximate(out: Path) -> None:
-    from simulations import pure_vs_approximate as pva
+    from ldp.simulations import pure_vs_approximate as pva
 
     config = pva.Config(point_bits=(8, 16, 32, 64, 128, 256), threshold_bits=(6, 10, 14), trials=20, threshold_trials=20, include_lmm=False)
     pva.write_outputs(pva.run(config), out)
 
 
 def _separation_result(out: Path) -> dict[str, Any]:
-    from simulations.separation import Config, run
+    from ldp.simulations.separation import Config, run
 
     config = Config(
         trials=3, cap=20_000, resolution=1.5, masked_d=(2, 4), learners=("LI", "LNI", "LNI-b", "central-A*", "central-occam", "local-parity"),
@@ -135,7 +134,7 @@ def _separation_result(out: Path) -> dict[str, Any]:
 def _separation(out: Path) -> None:
     """A tiny run (all three panels, a learner failing at the cap), then its result redrawn with a
     LNI/LI gap ≥ 4, which the full run shows in the masked panel's legend."""
-    from simulations.separation import write_outputs
+    from ldp.simulations.separation import write_outputs
 
     result = _separation_result(out / "run")
     li = next(r for r in result["rows"] if r["learner"] == "LI")

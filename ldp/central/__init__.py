@@ -1,24 +1,24 @@
 """Central-model (trusted-curator) baselines: mechanisms and learners from BNS, KMMS, CHS and HRS.
 
-Modules: ``laplace``, ``exponential``, ``stability`` (A_dist), ``choosing``, ``rec_concave``,
+Modules: ``laplace_mechanism``, ``stability`` (A_dist), ``choosing``, ``rec_concave``,
 ``large_margin`` (LMM + report-noisy-max), ``point``, ``thresholds``, ``label_private``, ``set_cover``,
 ``halfplane`` (SelectHalfplane), ``polygons`` (convex k-gons, unions of polygons),
-``hrs``, ``audit`` (exact δ(ε) / log-ratio on explicit distributions), ``results``. See docs/central.md.
+``hrs``, ``privacy_checks`` (exact δ(ε) / log-ratio on explicit distributions). See docs/central.md.
+The exponential mechanism they share is ``ldp.core.exponential_mechanism``; what the learners return
+is ``ldp.core.learner_result.LearnerResult``; HRS through the local model is ``ldp.learners.hrs_local``.
 """
 
 __all__ = [
-    "audit",
     "choosing",
-    "exponential",
     "halfplane",
     "hrs",
     "label_private",
-    "laplace",
+    "laplace_mechanism",
     "large_margin",
     "point",
     "polygons",
+    "privacy_checks",
     "rec_concave",
-    "results",
     "set_cover",
     "stability",
     "thresholds",

@@ -20,14 +20,9 @@ import math
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ldp.central._validate import (
-    check_delta,
-    check_epsilon,
-    check_half_open_unit,
-    check_positive_int,
-)
-from ldp.central.exponential import exponential_probabilities, gumbel_argmax
-from ldp.central.laplace import laplace_cdf
+from ldp.central.laplace_mechanism import laplace_cdf
+from ldp.core.errors import require_epsilon, require_integer, require_probability
+from ldp.core.exponential_mechanism import exponential_probabilities, gumbel_argmax
 
 __all__ = [
     "choosing_min_sample_size",
@@ -39,20 +34,20 @@ __all__ = [
 
 def choosing_min_sample_size(alpha: float, epsilon: float, delta: float, k: int = 1) -> int:
     """⌈(16/(αε))·ln(16k/(αεδ))⌉: the smallest m for which Lemma 4.4 gives (ε,δ)-DP."""
-    a = check_half_open_unit(alpha, "alpha")
-    eps = check_epsilon(epsilon)
-    dlt = check_delta(delta)
-    kk = check_positive_int(k, "k")
+    a = require_probability("alpha", alpha, high=0.5)
+    eps = require_epsilon(epsilon)
+    dlt = require_probability("delta", delta)
+    kk = require_integer("k", k, 1)
     return math.ceil(16.0 / (a * eps) * math.log(16.0 * kk / (a * eps * dlt)))
 
 
 def choosing_utility_sample_size(alpha: float, beta: float, epsilon: float, delta: float, k: int = 1) -> int:
     """⌈(16/(αε))·ln(16k/(αβεδ))⌉: sample size of Lemma 4.5 (α-good w.p. ≥ 1−β)."""
-    b = check_half_open_unit(beta, "beta")
-    a = check_half_open_unit(alpha, "alpha")
-    eps = check_epsilon(epsilon)
-    dlt = check_delta(delta)
-    kk = check_positive_int(k, "k")
+    b = require_probability("beta", beta, high=0.5)
+    a = require_probability("alpha", alpha, high=0.5)
+    eps = require_epsilon(epsilon)
+    dlt = require_probability("delta", delta)
+    kk = require_integer("k", k, 1)
     return math.ceil(16.0 / (a * eps) * math.log(16.0 * kk / (a * b * eps * dlt)))
 
 
@@ -73,8 +68,8 @@ def choosing_distribution(
     ``scores`` are the qualities of the enumerated solutions (solutions with q ≤ 0 get probability 0).
     This analysis helper does *not* enforce the minimum sample size.
     """
-    eps = check_epsilon(epsilon)
-    a = check_half_open_unit(alpha, "alpha")
+    eps = require_epsilon(epsilon)
+    a = require_probability("alpha", alpha, high=0.5)
     q = np.asarray(scores, dtype=np.float64).ravel()
     best = float(q.max()) if q.size else 0.0
     best = max(best, 0.0)
@@ -103,11 +98,11 @@ def choosing_mechanism(
     database of ``m`` elements. Privacy: (ε,δ)-DP (BNS Lemma 4.4) — raises ``ValueError`` if ``m`` is below
     ``choosing_min_sample_size(alpha, epsilon, delta, k)``.
     """
-    eps = check_epsilon(epsilon)
-    dlt = check_delta(delta)
-    a = check_half_open_unit(alpha, "alpha")
-    kk = check_positive_int(k, "k")
-    mm = check_positive_int(m, "m")
+    eps = require_epsilon(epsilon)
+    dlt = require_probability("delta", delta)
+    a = require_probability("alpha", alpha, high=0.5)
+    kk = require_integer("k", k, 1)
+    mm = require_integer("m", m, 1)
     _require_sample_size(mm, a, eps, dlt, kk)
     q = np.asarray(scores, dtype=np.float64).ravel()
     best = max(float(q.max()) if q.size else 0.0, 0.0)

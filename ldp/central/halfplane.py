@@ -49,8 +49,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ldp.central._validate import check_epsilon, check_half_open_unit, check_positive_int
-from ldp.core.errors import ParameterError
+from ldp.core.errors import ParameterError, require_epsilon, require_integer, require_probability
 
 __all__ = [
     "Halfplane",
@@ -65,6 +64,7 @@ __all__ = [
     "halfplane_density",
     "zero_counts",
     "select_halfplane_utility_loss",
+    "sample_in_trapezoid",
 ]
 
 Quality = Callable[[np.ndarray], np.ndarray]
@@ -75,7 +75,7 @@ _CHUNK_ELEMENTS = 1 << 20  # slabs per chunk × (n + 1): bounds the working memo
 
 def box_half_width(d: int) -> float:
     """H = 2d²: D = [−H, H], F = [−H, 3H] (KMMS Obs 4.1)."""
-    return 2.0 * check_positive_int(d, "d") ** 2
+    return 2.0 * require_integer("d", d, 1) ** 2
 
 
 @dataclass(frozen=True)
@@ -104,7 +104,7 @@ class Halfplane:
 
 def check_grid_points(points: np.ndarray, d: int) -> np.ndarray:
     """(n, 2) integer points of X_d² = {0..d}², as float64 (exact); clear error otherwise."""
-    check_positive_int(d, "d")
+    require_integer("d", d, 1)
     p = np.asarray(points)
     if p.ndim != 2 or p.shape[1] != 2:
         raise ParameterError(f"points must be an (n, 2) array of grid points; got shape {p.shape}")
@@ -171,7 +171,7 @@ def _prepare(points: np.ndarray, weights: np.ndarray, epsilon: float, d: int) ->
     # Duplicate examples are one dual line: merge them, summing their weights (same regions, same q).
     p, inv = np.unique(p, axis=0, return_inverse=True)
     w = np.stack([np.bincount(inv.ravel(), weights=w[:, j], minlength=len(p)) for j in range(w.shape[1])], axis=1)
-    return p, w, slab_edges(p, d), box_half_width(d), check_epsilon(epsilon)
+    return p, w, slab_edges(p, d), box_half_width(d), require_epsilon(epsilon)
 
 
 def _log_weights(area: np.ndarray, q: np.ndarray, epsilon: float) -> np.ndarray:
@@ -199,8 +199,30 @@ class HalfplaneSelection:
     n_slabs: int
 
 
-def _sample_in_trapezoid(p: np.ndarray, lo: int, hi: int, a0: float, a1: float, h: float, rng: np.random.Generator) -> tuple[float, float]:
-    """Uniform point of {a0 ≤ a ≤ a1, L(a) ≤ b ≤ U(a)}; lo/hi index the bounding lines (−1: box edge)."""
+def sample_in_trapezoid(p: np.ndarray, lo: int, hi: int, a0: float, a1: float, h: float, rng: np.random.Generator) -> tuple[float, float]:
+    """A uniform point (a, b) of the trapezoid {a0 ≤ a ≤ a1, L(a) ≤ b ≤ U(a)} of the line space.
+
+    Used to draw a halfplane uniformly from a cell of the arrangement (KMMS SelectHalfplane)
+    by ``select_halfplane`` and by the polygon learners of ``ldp.central.polygons``.
+
+    Parameters
+    ----------
+    p : numpy.ndarray
+        The (m, 2) points; the line of point i is b = p[i, 1] − a·p[i, 0].
+    lo, hi : int
+        Indices of the points whose lines bound the cell below (L) and above (U); −1: the box edge −h / +h.
+    a0, a1 : float
+        The slab's slope range.
+    h : float
+        The box half-width: lines are clipped to [−h, h].
+    rng : numpy.random.Generator
+        Two uniforms are drawn.
+
+    Returns
+    -------
+    tuple of (float, float)
+        (a, b), uniform on the trapezoid (inverse CDF in a, then uniform in b).
+    """
 
     def bound(i: int, a: float, edge: float) -> float:
         return edge if i < 0 else float(np.clip(p[i, 1] - a * p[i, 0], -h, h))
@@ -251,7 +273,7 @@ def select_halfplane(
     if pick is None or not math.isfinite(best):
         raise ParameterError("SelectHalfplane found no cell of positive area (is d ≥ 1?)")
     z, slab, rank = pick
-    a, b = _sample_in_trapezoid(p, lines[0], lines[1], float(edges[slab]), float(edges[slab + 1]), h, rng)
+    a, b = sample_in_trapezoid(p, lines[0], lines[1], float(edges[slab]), float(edges[slab + 1]), h, rng)
     a_hat = a if z == 1 else a + 4.0 * d * d
     return HalfplaneSelection(Halfplane(a_hat, b, d), z, slab, rank, chosen_counts, chosen_area, len(edges) - 1)
 
@@ -316,4 +338,4 @@ def halfplane_density(table: CellTable, points: np.ndarray, d: int, a_hat: np.nd
 
 def select_halfplane_utility_loss(epsilon: float, beta: float, d: int) -> float:
     """λ = (8/ε)·ln(2d/β): Pr[q(out) < max q − λ] ≤ β (KMMS Lemma 4.6, density ∝ exp(ε q))."""
-    return 8.0 / check_epsilon(epsilon) * math.log(2 * check_positive_int(d, "d") / check_half_open_unit(beta, "beta"))
+    return 8.0 / require_epsilon(epsilon) * math.log(2 * require_integer("d", d, 1) / require_probability("beta", beta, high=0.5))

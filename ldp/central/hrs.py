@@ -46,7 +46,7 @@ import scipy.sparse as sp
 from numpy.polynomial import chebyshev as npcheb
 from scipy.optimize import linprog
 
-from ldp.central._validate import check_epsilon, check_half_open_unit, check_positive_int
+from ldp.core.errors import require_epsilon, require_integer, require_positive_finite, require_probability
 
 __all__ = [
     "AnswerFn",
@@ -82,8 +82,8 @@ def conjunction_counts(db: np.ndarray, queries: np.ndarray) -> np.ndarray:
 
 def central_answer(db: np.ndarray, epsilon: float, budget: int, rng: np.random.Generator) -> AnswerFn:
     """Central default: each of ≤ ``budget`` distinct queries gets f^D(q) + Lap(budget/(ε·n)). ε-DP (Lemma 4.1)."""
-    eps = check_epsilon(epsilon)
-    b = check_positive_int(budget, "budget")
+    eps = require_epsilon(epsilon)
+    b = require_integer("budget", budget, 1)
     u = np.asarray(db, dtype=np.uint8)
     n = u.shape[0]
     used = [0]
@@ -107,7 +107,7 @@ class ThresholdOracle:
     def __init__(self, answer: AnswerFn, alpha: float, budget: int) -> None:
         self._answer = answer
         self.alpha = float(alpha)
-        self.budget = check_positive_int(budget, "budget")
+        self.budget = require_integer("budget", budget, 1)
         self._cache: dict[bytes, float] = {}
 
     def prefetch(self, queries: np.ndarray) -> None:
@@ -206,7 +206,7 @@ def fit_ptf_ridge(phi: np.ndarray, labels: np.ndarray, ridge: float = 1e-3) -> P
     No consistency guarantee (not an ERM for PTFs): even on a realizable sample it may err.
     """
     x, y01 = _check_sample(phi, labels)
-    lam = check_epsilon(ridge, "ridge")
+    lam = require_positive_finite("ridge", ridge)
     y = np.where(y01 == 1, 1.0, -1.0)
     w = np.linalg.solve(x.T @ x + lam * np.eye(x.shape[1]), x.T @ y)
     return PTFFit(tuple(float(v) for v in w), _errors(x, y01, w))
@@ -269,14 +269,14 @@ def priv_learn(
 
     ``answer`` is the only data access (≤ b_iter distinct queries); build the central one with
     ``central_answer(db, ε, 2·b_iter, rng)`` (Theorem 4.10 noise scale 2·b_iter/(εn)) or a local one
-    with ``ldp.central.hrs_local``. ``sample_queries(b, rng)`` draws the public query sample q_1..q_b ~ G.
+    with ``ldp.learners.hrs_local``. ``sample_queries(b, rng)`` draws the public query sample q_1..q_b ~ G.
     ``learner`` is "lp" (HRS Thm 5.10, default) or "ridge" (alternative, see the module docstring).
     Privacy: that of ``answer`` (everything else is post-processing, Lemma 4.4).
     """
-    a = check_half_open_unit(alpha, "alpha")
-    g = check_half_open_unit(gamma, "gamma")
-    bi = check_positive_int(b_iter, "b_iter")
-    deg = check_positive_int(degree, "degree")
+    a = require_probability("alpha", alpha, high=0.5)
+    g = require_probability("gamma", gamma, high=0.5)
+    bi = require_integer("b_iter", b_iter, 1)
+    deg = require_integer("degree", degree, 1)
     if learner not in LEARNERS:
         raise ValueError(f"learner must be one of {LEARNERS}; got learner={learner!r}")
     if answer is None:
@@ -309,8 +309,8 @@ def priv_learn(
 
 def chebyshev_step_degree(k: int, eps: float) -> int:
     """deg s = ⌈√k⌉·⌈log2(1/ε)⌉ (Claim 5.4)."""
-    kk = check_positive_int(k, "k")
-    e = check_half_open_unit(eps, "eps")
+    kk = require_integer("k", k, 1)
+    e = require_probability("eps", eps, high=0.5)
     return math.ceil(math.sqrt(kk)) * math.ceil(math.log2(1 / e))
 
 
@@ -320,8 +320,8 @@ def chebyshev_step(k: int, eps: float, j: np.ndarray) -> np.ndarray:
     Guarantee (Claim 5.4): s(k) = 1 and |s(j)| ≤ ε for integers 0 ≤ j ≤ k−1; a univariate polynomial
     of degree ``chebyshev_step_degree(k, ε)``.
     """
-    kk = check_positive_int(k, "k")
-    e = check_half_open_unit(eps, "eps")
+    kk = require_integer("k", k, 1)
+    e = require_probability("eps", eps, high=0.5)
     r = math.ceil(math.sqrt(kk))
     p = math.ceil(math.log2(1 / e))
     coef = np.zeros(r + 1)
@@ -338,7 +338,7 @@ def lemma53_ptf(db: np.ndarray, queries: np.ndarray, t: float, k: int) -> np.nda
     """
     u = np.asarray(db, dtype=np.int64)
     q = np.asarray(queries, dtype=np.int64)
-    kk = check_positive_int(k, "k")
+    kk = require_integer("k", k, 1)
     if np.any(q.sum(axis=1) > kk):
         raise ValueError(f"queries must lie in B_k (|q| ≤ k={kk}); got max |q| = {int(q.sum(axis=1).max())}")
     if not 0.0 <= t <= 1.0:
@@ -382,12 +382,12 @@ def paper_parameters(
     (Theorem 4.10) or 2k·b_iter (Theorem 3.9), n ≥ 210·b_total·ln(10·b_total/β)/(εα).
     ``log_q`` is ln|Q|. ``n_laplace_all`` = |Q|·ln(|Q|/β)/(εα), Laplace on every query, for comparison.
     """
-    a = check_half_open_unit(alpha, "alpha")
-    b = check_half_open_unit(beta, "beta")
-    g = check_half_open_unit(gamma, "gamma")
-    eps = check_epsilon(epsilon)
-    lq = check_epsilon(log_q, "log_q")
-    f = check_positive_int(n_features, "n_features")
+    a = require_probability("alpha", alpha, high=0.5)
+    b = require_probability("beta", beta, high=0.5)
+    g = require_probability("gamma", gamma, high=0.5)
+    eps = require_epsilon(epsilon)
+    lq = require_positive_finite("log_q", log_q)
+    f = require_integer("n_features", n_features, 1)
     if theorem not in ("4.10", "3.9"):
         raise ValueError(f"theorem must be '4.10' or '3.9'; got theorem={theorem!r}")
     k = math.ceil(3 / a)

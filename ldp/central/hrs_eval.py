@@ -31,8 +31,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ldp.central._validate import check_epsilon, check_half_open_unit, check_positive_int
 from ldp.central.hrs import ThresholdOracle, central_answer
+from ldp.core.errors import require_epsilon, require_integer, require_probability
 
 __all__ = [
     "query_ball",
@@ -45,7 +45,7 @@ __all__ = [
 
 def query_ball(n_vars: int, k: int) -> np.ndarray:
     """B_k: every q ∈ {0,1}^d with at most k ones, by weight (rows uint8)."""
-    d = check_positive_int(n_vars, "n_vars")
+    d = require_integer("n_vars", n_vars, 1)
     if not 0 <= k <= d:
         raise ValueError(f"k must lie in [0, n_vars={d}]; got k={k}")
     rows = []
@@ -80,7 +80,7 @@ def learn_monotone_by_queries(
     Level w asks only the q of weight w whose every sub-query of weight w − 1 was found positive; with correct
     answers the output is exactly f^{-1}(1) ∩ B_k, using at most |B_k| queries. ⊥ (and weight 0) count as 0.
     """
-    d = check_positive_int(n_vars, "n_vars")
+    d = require_integer("n_vars", n_vars, 1)
     positives: set[bytes] = set()
     level = [np.zeros(d, dtype=np.uint8)]
     for _ in range(k + 1):  # levels 0..k
@@ -138,8 +138,8 @@ def priv_learn_evaluation(
     Returns the release and the number of oracle calls the learner made (data-dependent, reported only: the
     accounting uses the cap, |B_k| distinct queries with ``reuse``, k_thr·|B_k| calls without).
     """
-    a = check_half_open_unit(alpha, "alpha")
-    eps = check_epsilon(epsilon)
+    a = require_probability("alpha", alpha, high=0.5)
+    eps = require_epsilon(epsilon)
     u = np.asarray(db, dtype=np.uint8)
     if u.ndim != 2 or u.shape[1] != n_vars or u.shape[0] == 0:
         raise ValueError(f"db must be a non-empty (n, n_vars={n_vars}) 0/1 array; got shape {u.shape}")

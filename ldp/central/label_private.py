@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ldp.central._validate import check_bits, check_epsilon, check_positive_int
-from ldp.central.exponential import exponential_mechanism, exponential_probabilities
 from ldp.central.point import PointHypothesis, random_point
-from ldp.central.results import LearnerResult
 from ldp.central.thresholds import ThresholdHypothesis
+from ldp.core.errors import require_epsilon, require_integer
+from ldp.core.exponential_mechanism import exponential_mechanism, exponential_probabilities
+from ldp.core.learner_result import LearnerResult
 
 __all__ = [
     "threshold_candidates",
@@ -43,7 +43,7 @@ def _split(x: np.ndarray, y: np.ndarray, m1: int) -> tuple[np.ndarray, np.ndarra
         raise ValueError(f"x and y must be 1-D arrays of equal length; got shapes {xa.shape}, {ya.shape}")
     if not np.all((ya == 0) | (ya == 1)):
         raise ValueError("labels y must be in {0,1}")
-    m1 = check_positive_int(m1, "m1")
+    m1 = require_integer("m1", m1, 1)
     if m1 >= xa.size:
         raise ValueError(f"m1 must be < n so that S2 is non-empty; got m1={m1}, n={xa.size}")
     return xa[:m1], xa[m1:], ya[m1:].astype(np.int8)
@@ -53,7 +53,7 @@ def label_private_threshold_distribution(
     x: np.ndarray, y: np.ndarray, m1: int, epsilon: float
 ) -> tuple[np.ndarray, np.ndarray]:
     """Exact output distribution (candidates, probabilities) of :func:`learn_thresholds_label_private`."""
-    eps = check_epsilon(epsilon)
+    eps = require_epsilon(epsilon)
     x1, x2, y2 = _split(x, y, m1)
     H = threshold_candidates(x1)
     q = ((x2[None, :] < H[:, None]) == (y2[None, :] == 1)).sum(1)
@@ -64,7 +64,7 @@ def learn_thresholds_label_private(
     x: np.ndarray, y: np.ndarray, bits: int, m1: int, epsilon: float, rng: np.random.Generator
 ) -> LearnerResult:
     """BNS Fig. 13 for THRESH_d; ε-label-DP (BNS Thm 6.2). ``x`` int array in [0, 2^bits), bits ≤ 62."""
-    d = check_bits(bits, max_bits=62)
+    d = require_integer("bits", bits, 1, 62)
     H, p = label_private_threshold_distribution(x, y, m1, epsilon)
     i = int(np.searchsorted(np.cumsum(p), rng.random() * p.sum(), side="right"))
     i = min(i, H.size - 1)
@@ -81,8 +81,8 @@ def learn_points_label_private(
 
     ε-label-DP. The outside point is drawn uniformly, label-independently.
     """
-    eps = check_epsilon(epsilon)
-    d = check_bits(bits)
+    eps = require_epsilon(epsilon)
+    d = require_integer("bits", bits, 1)
     x1, x2, y2 = _split(x, y, m1)
     P = np.unique(x1)
     outside = random_point(d, rng, exclude=P)

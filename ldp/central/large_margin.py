@@ -29,9 +29,9 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ldp.central._validate import check_delta, check_epsilon, check_positive_int
-from ldp.central.exponential import TAIL, exponential_mechanism, exponential_probabilities
-from ldp.central.laplace import laplace_cdf
+from ldp.central.laplace_mechanism import laplace_cdf
+from ldp.core.errors import require_epsilon, require_integer, require_probability
+from ldp.core.exponential_mechanism import TAIL, exponential_mechanism, exponential_probabilities
 
 __all__ = [
     "lmm_t",
@@ -76,10 +76,6 @@ class LMMOutput:
     truncated: bool
 
 
-def _check(n: int, epsilon: float, delta: float) -> tuple[int, float, float]:
-    return check_positive_int(n, "n"), check_epsilon(epsilon), check_delta(delta)
-
-
 def _sorted_values(fs: np.ndarray, tail_size: int, tail_score: float, positions: np.ndarray) -> np.ndarray:
     """Values of the merged descending order (explicit fs, then the tail block at its place)."""
     p = int(np.sum(fs >= tail_score)) if tail_size > 0 else fs.size
@@ -109,7 +105,7 @@ def large_margin_mechanism(
     chunk: int = 4096,
 ) -> LMMOutput:
     """Run LMM(ε, δ) (CHS Algorithm 1) on scores ``f(i, D)`` that are (1/n)-Lipschitz. (ε,δ)-DP (CHS Thm 2)."""
-    nn, eps, dlt = _check(n, epsilon, delta)
+    nn, eps, dlt = require_integer("n", n, 1), require_epsilon(epsilon), require_probability("delta", delta)
     f = np.asarray(scores, dtype=np.float64).ravel()
     if tail_size < 0 or int(tail_size) != tail_size:
         raise ValueError(f"tail_size must be an integer ≥ 0; got tail_size={tail_size!r}")
@@ -171,7 +167,7 @@ def lmm_distribution(
     iff Z_ℓ < W + n(f^(1) − f^(ℓ+1) − T(ℓ)); given W the Z_ℓ are independent. ``T_func`` replaces T(r)
     (tests use it to build a deliberately broken variant).
     """
-    nn, eps, dlt = _check(n, epsilon, delta)
+    nn, eps, dlt = require_integer("n", n, 1), require_epsilon(epsilon), require_probability("delta", delta)
     f = np.asarray(scores, dtype=np.float64).ravel()
     K = f.size
     order = np.argsort(-f, kind="stable")
@@ -216,8 +212,8 @@ def report_noisy_max(scores: ArrayLike, n: int, epsilon: float, rng: np.random.G
     Scale 2/(εn), not 1/(εn): the latter needs add/remove neighbours and monotone counts; replace-one
     neighbours can move two scores in opposite directions.
     """
-    nn = check_positive_int(n, "n")
-    eps = check_epsilon(epsilon)
+    nn = require_integer("n", n, 1)
+    eps = require_epsilon(epsilon)
     f = np.asarray(scores, dtype=np.float64).ravel()
     return int(np.argmax(f + rng.laplace(0.0, 2.0 / (eps * nn), size=f.shape)))
 

@@ -28,9 +28,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ldp.central.exponential import gumbel_argmax
-from ldp.central.rec_concave import BASE_CASE_SIZE, _check, rec_concave
+from ldp.central.rec_concave import BASE_CASE_SIZE, rec_concave, rec_concave_parameters
 from ldp.central.stability import a_dist_from_top_two
+from ldp.core.exponential_mechanism import gumbel_argmax
 
 __all__ = [
     "PiecewiseQuality",
@@ -237,7 +237,7 @@ def rec_concave_piecewise(
 
     Same output distribution as the dense :func:`ldp.central.rec_concave.rec_concave` on the dense Q.
     """
-    eps, dlt, a, NN = _check(r, alpha, epsilon, delta, N)
+    eps, dlt, a, NN = rec_concave_parameters(r, alpha, epsilon, delta, N)
     T = Q.T
     if T <= BASE_CASE_SIZE or NN == 1:
         return piecewise_exponential_mechanism(Q, eps, rng)

@@ -21,11 +21,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ldp.central._validate import check_bits, check_delta, check_epsilon, check_half_open_unit
-from ldp.central.exponential import TAIL, exponential_mechanism
 from ldp.central.large_margin import large_margin_mechanism
-from ldp.central.results import LearnerResult
 from ldp.central.stability import a_dist
+from ldp.core.errors import require_epsilon, require_integer, require_probability
+from ldp.core.exponential_mechanism import TAIL, exponential_mechanism
+from ldp.core.learner_result import LearnerResult
 
 __all__ = [
     "PointHypothesis",
@@ -93,8 +93,8 @@ def learn_point_pure(
     x: np.ndarray, y: np.ndarray, bits: int, epsilon: float, rng: np.random.Generator
 ) -> LearnerResult:
     """Generic KLNRS learner for POINT_d: ExpMech(ε) with q(c_j) = −#mistakes. ε-DP (pure), proper."""
-    eps = check_epsilon(epsilon)
-    d = check_bits(bits)
+    eps = require_epsilon(epsilon)
+    d = require_integer("bits", bits, 1)
     xa, ya = _check_data(x, y, d)
     pts, pos, neg = point_counts(xa, ya)
     total_pos = int(ya.sum())
@@ -117,9 +117,9 @@ def learn_point_approx(
 
     (ε,δ)-DP (A_dist is the only data access; corrected A_dist constants, see ``stability``).
     """
-    eps = check_epsilon(epsilon)
-    dlt = check_delta(delta)
-    d = check_bits(bits)
+    eps = require_epsilon(epsilon)
+    dlt = require_probability("delta", delta)
+    d = require_integer("bits", bits, 1)
     xa, ya = _check_data(x, y, d)
     pts, pos, _ = point_counts(xa, ya)
     keep = pos > 0
@@ -149,9 +149,9 @@ def learn_point_lmm(
 
     (ε,δ)-DP (CHS Theorem 2). Absent points form the tail (all share f = 1 − #pos/m).
     """
-    eps = check_epsilon(epsilon)
-    dlt = check_delta(delta)
-    d = check_bits(bits)
+    eps = require_epsilon(epsilon)
+    dlt = require_probability("delta", delta)
+    d = require_integer("bits", bits, 1)
     xa, ya = _check_data(x, y, d)
     m = len(xa)
     pts, pos, neg = point_counts(xa, ya)
@@ -168,16 +168,16 @@ def learn_point_lmm(
 
 def point_pure_sample_size(alpha: float, beta: float, epsilon: float, bits: int) -> int:
     """[DERIVED] M3 bound for POINT_d: (4/(αε))·(d·ln 2 + ln(2/β)) (empirical-error part only)."""
-    a = check_half_open_unit(alpha, "alpha")
-    b = check_half_open_unit(beta, "beta")
-    eps = check_epsilon(epsilon)
-    return math.ceil(4.0 / (a * eps) * (check_bits(bits) * math.log(2) + math.log(2 / b)))
+    a = require_probability("alpha", alpha, high=0.5)
+    b = require_probability("beta", beta, high=0.5)
+    eps = require_epsilon(epsilon)
+    return math.ceil(4.0 / (a * eps) * (require_integer("bits", bits, 1) * math.log(2) + math.log(2 / b)))
 
 
 def point_approx_sample_size(alpha: float, beta: float, epsilon: float, delta: float) -> int:
     """[DERIVED] BNS Lemma 3.2 with the safe A_dist: max{(16/(αε))ln(2/(βδ)), (16/α)ln(2/β)}; no d."""
-    a = check_half_open_unit(alpha, "alpha")
-    b = check_half_open_unit(beta, "beta")
-    eps = check_epsilon(epsilon)
-    dlt = check_delta(delta)
+    a = require_probability("alpha", alpha, high=0.5)
+    b = require_probability("beta", beta, high=0.5)
+    eps = require_epsilon(epsilon)
+    dlt = require_probability("delta", delta)
     return math.ceil(max(16 / (a * eps) * math.log(2 / (b * dlt)), 16 / a * math.log(2 / b)))

@@ -36,21 +36,20 @@ from itertools import combinations
 
 import numpy as np
 
-from ldp.central._validate import check_delta, check_epsilon, check_half_open_unit, check_positive_int
-from ldp.central.exponential import exponential_log_probabilities, exponential_mechanism
 from ldp.central.halfplane import (
     CellTable,
     Halfplane,
-    _sample_in_trapezoid,
     box_half_width,
     check_grid_points,
     halfplane_cell_table,
+    sample_in_trapezoid,
     select_halfplane,
     select_halfplane_utility_loss,
 )
-from ldp.central.results import LearnerResult
 from ldp.central.set_cover import set_cover_loop, set_cover_parameters
-from ldp.core.errors import ParameterError
+from ldp.core.errors import ParameterError, require_epsilon, require_integer, require_probability
+from ldp.core.exponential_mechanism import exponential_log_probabilities, exponential_mechanism
+from ldp.core.learner_result import LearnerResult
 
 __all__ = [
     "ConvexPolygon",
@@ -82,7 +81,7 @@ EXACT_TRIANGLE_MAX_N = 12
 
 def grid_points(d: int) -> np.ndarray:
     """All (d + 1)² points of X_d² as an int64 (N, 2) array, x major."""
-    v = np.arange(check_positive_int(d, "d") + 1)
+    v = np.arange(require_integer("d", d, 1) + 1)
     return np.stack(np.meshgrid(v, v, indexing="ij"), axis=-1).reshape(-1, 2)
 
 
@@ -206,7 +205,7 @@ class GridReferee:
         return float(np.sum(self._prob * (self.target.predict(self._grid) == 1)))
 
     def sample(self, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-        idx = rng.choice(len(self._grid), size=check_positive_int(n, "n"), p=self._prob)
+        idx = rng.choice(len(self._grid), size=require_integer("n", n, 1), p=self._prob)
         pts = self._grid[idx]
         y = self.target.predict(pts).astype(np.int8)
         if self.label_noise > 0:
@@ -216,7 +215,7 @@ class GridReferee:
 
 def random_convex_polygon(k: int, d: int, rng: np.random.Generator, radius: tuple[float, float] = (0.38, 0.46)) -> ConvexPolygon:
     """k vertices on a circle around the grid centre (off-grid reals), angles spread out; convex, CCW."""
-    if check_positive_int(k, "k") < 3:
+    if require_integer("k", k, 1) < 3:
         raise ParameterError(f"a convex polygon needs k ≥ 3; got k={k}")
     base = np.sort(rng.uniform(0, 2 * math.pi / k, 1))[0]
     jitter = rng.uniform(-0.2, 0.2, k) * (2 * math.pi / k)
@@ -231,7 +230,7 @@ def random_polygon_union(pieces: int, d: int, rng: np.random.Generator) -> Polyg
     """``pieces`` random triangles, each inscribed in an ellipse filling its own vertical band of the grid
     (vertices off the grid, angles spread out): a union of polygons (2 pieces: Pr[c = 1] ≈ 0.2)."""
     out = []
-    width = d / check_positive_int(pieces, "pieces")
+    width = d / require_integer("pieces", pieces, 1)
     for i in range(pieces):
         rx, ry = rng.uniform(0.85, 0.95) * width / 2, rng.uniform(0.35, 0.45) * d
         cx, cy = (i + 0.5) * width, d / 2 + rng.uniform(-0.04, 0.04) * d
@@ -247,9 +246,9 @@ def random_polygon_union(pieces: int, d: int, rng: np.random.Generator) -> Polyg
 def geometry_parameters(k: int, alpha: float, beta: float, epsilon: float, delta: float, accounting: str = "auto",
                         conservative: bool = False) -> dict[str, float | str]:
     """SetCoverLearner parameters (T, Laplace scale, offset Δ, ε̂) with the accounting named (module doc)."""
-    eps = check_epsilon(epsilon)
+    eps = require_epsilon(epsilon)
     if accounting == "auto":
-        accounting = "claim34" if eps < 1 and check_delta(delta) < 1 / math.e else "basic"
+        accounting = "claim34" if eps < 1 and require_probability("delta", delta) < 1 / math.e else "basic"
     prm: dict[str, float | str] = dict(set_cover_parameters(k, alpha, beta, eps, delta, conservative, accounting=accounting))
     prm["accounting"] = accounting
     prm["delta"] = 0.0 if accounting == "basic" else float(delta)
@@ -258,9 +257,9 @@ def geometry_parameters(k: int, alpha: float, beta: float, epsilon: float, delta
 
 def kgon_sample_complexity(k: int, alpha: float, beta: float, epsilon: float, delta: float, d: int, constant: float = 1.0) -> float:
     """KMMS Thm 4.7 (also Thm 5.1): C·(k/(αε))·ln(1/α)·ln(1/δ)·ln((dk/β)·ln(1/α)), natural logs, C = ``constant``."""
-    a = check_half_open_unit(alpha, "alpha")
-    return constant * check_positive_int(k, "k") / (a * check_epsilon(epsilon)) * math.log(1 / a) * math.log(1 / check_delta(delta)) * math.log(
-        check_positive_int(d, "d") * k / check_half_open_unit(beta, "beta") * math.log(1 / a))
+    a = require_probability("alpha", alpha, high=0.5)
+    return constant * require_integer("k", k, 1) / (a * require_epsilon(epsilon)) * math.log(1 / a) * math.log(1 / require_probability("delta", delta)) * math.log(
+        require_integer("d", d, 1) * k / require_probability("beta", beta, high=0.5) * math.log(1 / a))
 
 
 def kgon_claim31_errors(n: int, k: int, alpha: float, beta: float, epsilon: float, delta: float, d: int, accounting: str = "auto") -> float:
@@ -338,9 +337,9 @@ def _uniform_halfplane(d: int, rng: np.random.Generator) -> Halfplane:
 
 def grid_triangles(g: int, d: int) -> np.ndarray:
     """All non-degenerate triangles (H, 3, 2) with vertices on the g×g grid {round(i·d/(g−1))}² ⊆ X_d² (CCW)."""
-    if check_positive_int(g, "g") < 2:
+    if require_integer("g", g, 1) < 2:
         raise ParameterError(f"the triangle grid needs g ≥ 2; got g={g}")
-    coords = np.unique(np.round(np.linspace(0, check_positive_int(d, "d"), g)).astype(np.int64))
+    coords = np.unique(np.round(np.linspace(0, require_integer("d", d, 1), g)).astype(np.int64))
     verts = np.stack(np.meshgrid(coords, coords, indexing="ij"), axis=-1).reshape(-1, 2)
     tri = verts[np.array(list(combinations(range(len(verts)), 3)))]
     area2 = (tri[:, 1, 0] - tri[:, 0, 0]) * (tri[:, 2, 1] - tri[:, 0, 1]) - (tri[:, 1, 1] - tri[:, 0, 1]) * (tri[:, 2, 0] - tri[:, 0, 0])
@@ -487,7 +486,7 @@ def _uniform_point_in_class(pat: _Patterns, j: int, p: np.ndarray, d: int, rng: 
     order = np.argsort(beta, kind="stable")  # the order the cell table used in this slab
     lo = int(order[r - 1]) if r > 0 else -1
     hi = int(order[r]) if r < len(order) else -1
-    a, b = _sample_in_trapezoid(p, lo, hi, a0, a1, h, rng)
+    a, b = sample_in_trapezoid(p, lo, hi, a0, a1, h, rng)
     return Halfplane(a if z == 1 else a + 4.0 * d * d, b, d)
 
 

@@ -32,9 +32,9 @@ import math
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ldp.central._validate import check_delta, check_epsilon, check_half_open_unit, check_positive_int
-from ldp.central.exponential import exponential_mechanism, exponential_probabilities
 from ldp.central.stability import a_dist, a_dist_pass_probability, top_two
+from ldp.core.errors import ParameterError, require_epsilon, require_integer, require_probability
+from ldp.core.exponential_mechanism import exponential_mechanism, exponential_probabilities
 
 __all__ = [
     "BASE_CASE_SIZE",
@@ -45,6 +45,7 @@ __all__ = [
     "rec_concave_distribution",
     "rec_concave_levels",
     "rec_concave_promise",
+    "rec_concave_parameters",
     "iterated_log2_ceil",
     "is_quasi_concave",
 ]
@@ -115,12 +116,30 @@ def _interval_max(Qp: np.ndarray, iv: np.ndarray) -> np.ndarray:
     ) else np.array([Qp[s : e + 1].max() for s, e in iv])
 
 
-def _check(r: float, alpha: float, epsilon: float, delta: float, N: int) -> tuple[float, float, float, int]:
+def rec_concave_parameters(r: float, alpha: float, epsilon: float, delta: float, N: int) -> tuple[float, float, float, int]:
+    """Validate RecConcave's parameters (BNS Fig. 5), for the dense and the piecewise versions alike.
+
+    Parameters
+    ----------
+    r : float
+        The promise (finite).
+    alpha : float
+        The approximation parameter, in (0, 1/2] (the recursion itself calls with 1/4).
+    epsilon, delta : float
+        The per-mechanism privacy parameters (``ldp.core.errors.require_epsilon``, δ in (0, 1)).
+    N : int
+        The recursion cap, ≥ 1.
+
+    Returns
+    -------
+    tuple of (float, float, float, int)
+        (ε, δ, α, N) as numbers; a ``ParameterError`` (a ``ValueError``) names the first bad one.
+    """
     if not math.isfinite(float(r)):
-        raise ValueError(f"promise r must be finite; got r={r!r}")
+        raise ParameterError(f"promise r must be finite; got r={r!r}")
     if not 0.0 < float(alpha) <= 0.5 or not math.isfinite(float(alpha)):
-        raise ValueError(f"alpha must lie in (0, 1/2]; got alpha={alpha!r}")
-    return check_epsilon(epsilon), check_delta(delta), float(alpha), check_positive_int(N, "N")
+        raise ParameterError(f"alpha must lie in (0, 1/2]; got alpha={alpha!r}")
+    return require_epsilon(epsilon), require_probability("delta", delta), float(alpha), require_integer("N", N, 1)
 
 
 def rec_concave(
@@ -133,7 +152,7 @@ def rec_concave(
     rng: np.random.Generator,
 ) -> int:
     """RecConcave(Q, r, α, ε, δ, N) over solutions {0,…,len(Q)−1}. (3Nε, 3Nδ)-DP (BNS Lemma 3.12)."""
-    eps, dlt, a, NN = _check(r, alpha, epsilon, delta, N)
+    eps, dlt, a, NN = rec_concave_parameters(r, alpha, epsilon, delta, N)
     q = np.asarray(Q, dtype=np.float64)
     T = q.size - 1
     if T <= BASE_CASE_SIZE or NN == 1:
@@ -166,7 +185,7 @@ def rec_concave_distribution(
     Q: ArrayLike, r: float, alpha: float, epsilon: float, delta: float, N: int
 ) -> np.ndarray:
     """Exact output distribution of :func:`rec_concave` (finite branching; for tests on small T)."""
-    eps, dlt, a, NN = _check(r, alpha, epsilon, delta, N)
+    eps, dlt, a, NN = rec_concave_parameters(r, alpha, epsilon, delta, N)
     q = np.asarray(Q, dtype=np.float64)
     T = q.size - 1
     if T <= BASE_CASE_SIZE or NN == 1:
@@ -208,8 +227,8 @@ def rec_concave_levels(T: int) -> int:
 
 def rec_concave_promise(T: int, alpha: float, beta: float, epsilon: float, delta: float, N: int) -> float:
     """Thm 3.15 promise: 8^N·(4/(αε))·(ln(32/(βδ)) + log^{⌈N⌉}(T)) [RECON-M]."""
-    a = check_half_open_unit(alpha, "alpha")
-    b = check_half_open_unit(beta, "beta")
-    eps = check_epsilon(epsilon)
-    dlt = check_delta(delta)
+    a = require_probability("alpha", alpha, high=0.5)
+    b = require_probability("beta", beta, high=0.5)
+    eps = require_epsilon(epsilon)
+    dlt = require_probability("delta", delta)
     return 8.0**N * 4.0 / (a * eps) * (math.log(32.0 / (b * dlt)) + iterated_log2_ceil(T, N))

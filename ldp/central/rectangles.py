@@ -23,9 +23,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ldp.central._validate import check_bits, check_delta, check_epsilon, check_half_open_unit, check_positive_int
-from ldp.central.results import LearnerResult
 from ldp.central.sanitizers import rec_sanitizer
+from ldp.core.errors import require_epsilon, require_integer, require_probability
+from ldp.core.learner_result import LearnerResult
 
 __all__ = ["RectangleHypothesis", "rectangle_composition", "learn_rectangles"]
 
@@ -56,9 +56,9 @@ class RectangleHypothesis:
 
 def rectangle_composition(ell: int, epsilon: float, delta: float) -> tuple[float, float]:
     """(ε0, δ0) per axis: the larger ε0 of basic (ε/ℓ, δ/ℓ) and advanced (ε/(2√(2ℓ ln(2/δ))), δ/(2ℓ)) composition."""
-    eps = check_epsilon(epsilon)
-    dlt = check_delta(delta)
-    k = check_positive_int(ell, "ell")
+    eps = require_epsilon(epsilon)
+    dlt = require_probability("delta", delta)
+    k = require_integer("ell", ell, 1)
     basic = (eps / k, dlt / k)
     if eps > 1.0:  # the advanced form's ε²/(4 ln(2/δ)) ≤ ε/2 step needs ε ≤ 1
         return basic
@@ -77,8 +77,8 @@ def learn_rectangles(
     alpha_sanitizer: float | None = None,
 ) -> LearnerResult:
     """Proper (ε,δ)-DP learner for axis-aligned rectangles in ℓ = x.shape[1] dimensions over {0,…,2^d−1}^ℓ, d ≤ 31."""
-    a = check_half_open_unit(alpha, "alpha")
-    d = check_bits(bits, max_bits=31)  # z lives on {0,…,2^d}: d + 1 ≤ 32 bits for RecSanitizer
+    a = require_probability("alpha", alpha, high=0.5)
+    d = require_integer("bits", bits, 1, 31)  # z lives on {0,…,2^d}: d + 1 ≤ 32 bits for RecSanitizer
     xa = np.asarray(x)
     ya = np.asarray(y)
     if xa.ndim != 2 or xa.shape[0] == 0 or ya.shape != (xa.shape[0],):
@@ -88,7 +88,7 @@ def learn_rectangles(
     if xa.min() < 0 or xa.max() >= 2**d:
         raise ValueError(f"points must lie in [0, 2^{d})^ℓ")
     ell = xa.shape[1]
-    a_s = a / (4 * ell) if alpha_sanitizer is None else check_half_open_unit(alpha_sanitizer, "alpha_sanitizer")
+    a_s = a / (4 * ell) if alpha_sanitizer is None else require_probability("alpha_sanitizer", alpha_sanitizer, high=0.5)
     eps0, dlt0 = rectangle_composition(ell, epsilon, delta)
     top = 1 << d
     lower, upper = [], []

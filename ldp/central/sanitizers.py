@@ -45,11 +45,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ldp.central._validate import check_bits, check_delta, check_epsilon, check_half_open_unit
 from ldp.central.choosing import choosing_mechanism, choosing_min_sample_size
-from ldp.central.exponential import TAIL, exponential_mechanism
 from ldp.central.point import PointHypothesis, random_point
-from ldp.central.results import LearnerResult
+from ldp.core.errors import require_epsilon, require_integer, require_probability
+from ldp.core.exponential_mechanism import TAIL, exponential_mechanism
+from ldp.core.learner_result import LearnerResult
 
 __all__ = [
     "PointSanitization",
@@ -124,7 +124,7 @@ def point_max_error(x: np.ndarray, san: PointSanitization) -> float:
 
 def stability_histogram_threshold(epsilon: float, delta: float) -> float:
     """Release threshold 1 + (2/ε)·ln(2/δ) on the noisy count (reference spec M7)."""
-    return 1.0 + 2.0 / check_epsilon(epsilon) * math.log(2.0 / check_delta(delta))
+    return 1.0 + 2.0 / require_epsilon(epsilon) * math.log(2.0 / require_probability("delta", delta))
 
 
 def stability_histogram(x: np.ndarray, bits: int, epsilon: float, delta: float, rng: np.random.Generator) -> PointSanitization:
@@ -133,9 +133,9 @@ def stability_histogram(x: np.ndarray, bits: int, epsilon: float, delta: float, 
     Points absent from S are never released (that is where δ goes: a count of 1 passes w.p. δ/4).
     Frequencies are noisy counts / m. Works for any d (object arrays of ints above 62 bits).
     """
-    eps = check_epsilon(epsilon)
-    dlt = check_delta(delta)
-    d = check_bits(bits)
+    eps = require_epsilon(epsilon)
+    dlt = require_probability("delta", delta)
+    d = require_integer("bits", bits, 1)
     xa = _check_points(x, d, allow_big=True)
     pts, counts = np.unique(xa, return_counts=True)
     noisy = counts + rng.laplace(0.0, 2.0 / eps, size=counts.size)
@@ -166,10 +166,10 @@ def san_points_parameters(alpha: float, beta: float, epsilon: float, delta: floa
     4/α mechanisms at (ε1, δ1) with δ' = δ/5 give ε_total = sqrt(8 ln(5/δ)/α)·ε1 + (8/α)ε1² ≤ ε and
     δ_total = (4/α)δ1 + δ/5 = δ (advanced composition, BNS Thm 2.5; spec B6).
     """
-    a = check_half_open_unit(alpha, "alpha")
-    b = check_half_open_unit(beta, "beta")
-    eps = check_epsilon(epsilon)
-    dlt = check_delta(delta)
+    a = require_probability("alpha", alpha, high=0.5)
+    b = require_probability("beta", beta, high=0.5)
+    eps = require_epsilon(epsilon)
+    dlt = require_probability("delta", delta)
     eps1 = eps / math.sqrt(32.0 * math.log(5.0 / dlt) / a)
     delta1 = a * dlt / 5.0
     k = 4.0 / a
@@ -189,7 +189,7 @@ def san_points(
     (privacy depends on m there). A round that returns ⊥ releases nothing but is still charged.
     """
     prm = san_points_parameters(alpha, beta, epsilon, delta)
-    d = check_bits(bits)
+    d = require_integer("bits", bits, 1)
     xa = _check_points(x, d, allow_big=True)
     m = int(xa.size)
     if m < prm.min_m:
@@ -221,8 +221,8 @@ def san_points(
 
 def pure_composition_epsilon0(k: int, epsilon: float, delta: float) -> float:
     """Largest ε0 with sqrt(2k ln(1/δ))·ε0 + 2k·ε0² ≤ ε: k adaptive ε0-DP mechanisms are (ε, δ)-DP (BNS Thm 2.5)."""
-    eps = check_epsilon(epsilon)
-    dlt = check_delta(delta)
+    eps = require_epsilon(epsilon)
+    dlt = require_probability("delta", delta)
     if k < 1:
         raise ValueError(f"k must be ≥ 1; got k={k}")
     b = math.sqrt(2.0 * k * math.log(1.0 / dlt))
@@ -231,7 +231,7 @@ def pure_composition_epsilon0(k: int, epsilon: float, delta: float) -> float:
 
 def rec_sanitizer_budget(alpha: float, budget_factor: float = 10.0) -> int:
     """Hard cap N = ⌈budget_factor/α⌉ on RecSanitizer calls (practical 10/α; the paper's [RECON-M] 77/α)."""
-    a = check_half_open_unit(alpha, "alpha")
+    a = require_probability("alpha", alpha, high=0.5)
     if not budget_factor > 0:
         raise ValueError(f"budget_factor must be > 0; got {budget_factor!r}")
     return math.ceil(budget_factor / a)
@@ -353,10 +353,10 @@ def rec_sanitizer(
     the guarantee does not depend on how many calls the run makes (``details['calls']``, data-dependent and
     therefore *not* part of the privacy claim; it is reported for diagnosis only).
     """
-    a_ = check_half_open_unit(alpha, "alpha")
-    eps = check_epsilon(epsilon)
-    dlt = check_delta(delta)
-    d = check_bits(bits, max_bits=32)
+    a_ = require_probability("alpha", alpha, high=0.5)
+    eps = require_epsilon(epsilon)
+    dlt = require_probability("delta", delta)
+    d = require_integer("bits", bits, 1, 32)
     xs = np.sort(_check_points(x, d, allow_big=False))
     m = int(xs.size)
     N = rec_sanitizer_budget(a_, budget_factor)
@@ -405,9 +405,9 @@ def learn_point_by_sanitization(
     sanitized empirical error, i.e. maximising f̂(j,1) − f̂(j,0); a uniformly random unreleased point when no
     released j has a positive score (its sanitized error equals the baseline P̂(y=1)). (ε,δ)-DP, no d.
     """
-    eps = check_epsilon(epsilon)
-    dlt = check_delta(delta)
-    d = check_bits(bits)
+    eps = require_epsilon(epsilon)
+    dlt = require_probability("delta", delta)
+    d = require_integer("bits", bits, 1)
     xa = _check_points(x, d, allow_big=True)
     ya = np.asarray(y)
     if ya.shape != xa.shape or not np.all((ya == 0) | (ya == 1)):

@@ -25,10 +25,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ldp.central._validate import check_delta, check_epsilon, check_half_open_unit, check_positive_int
-from ldp.central.exponential import exponential_mechanism
-from ldp.central.laplace import laplace_cdf
-from ldp.central.results import LearnerResult
+from ldp.central.laplace_mechanism import laplace_cdf
+from ldp.core.errors import require_epsilon, require_integer, require_probability
+from ldp.core.exponential_mechanism import exponential_mechanism
+from ldp.core.learner_result import LearnerResult
 
 __all__ = [
     "ConjunctionHypothesis",
@@ -62,7 +62,7 @@ class ConjunctionHypothesis:
 
 def set_cover_iterations(k: int, alpha: float) -> int:
     """T = ⌈2k·ln(2/α)⌉ (KMMS §3; natural log)."""
-    return math.ceil(2 * check_positive_int(k, "k") * math.log(2 / check_half_open_unit(alpha, "alpha")))
+    return math.ceil(2 * require_integer("k", k, 1) * math.log(2 / require_probability("alpha", alpha, high=0.5)))
 
 
 def set_cover_parameters(
@@ -76,20 +76,20 @@ def set_cover_parameters(
     ε̂ is always in the exp(ε̂·q/2) convention of the exponential mechanism.
     """
     if accounting == "basic":
-        eps_b = check_epsilon(epsilon)
+        eps_b = require_epsilon(epsilon)
         T_b = set_cover_iterations(k, alpha)
         scale = 2 * T_b / eps_b
-        return {"T": T_b, "lap_scale": scale, "offset": scale * math.log(T_b / check_half_open_unit(beta, "beta")),
+        return {"T": T_b, "lap_scale": scale, "offset": scale * math.log(T_b / require_probability("beta", beta, high=0.5)),
                 "eps_hat": eps_b / (2 * T_b)}
     if accounting != "claim34":
         raise ValueError(f"accounting must be 'claim34' or 'basic'; got accounting={accounting!r}")
-    eps = check_epsilon(epsilon)
+    eps = require_epsilon(epsilon)
     if eps >= 1:
         raise ValueError(f"KMMS Claim 3.4 needs epsilon in (0, 1); got epsilon={epsilon!r}")
-    dlt = check_delta(delta)
+    dlt = require_probability("delta", delta)
     if dlt >= 1 / math.e:
         raise ValueError(f"KMMS Claim 3.4 needs delta < 1/e; got delta={delta!r}")
-    b = check_half_open_unit(beta, "beta")
+    b = require_probability("beta", beta, high=0.5)
     T = set_cover_iterations(k, alpha)
     eps_lap = eps / 2 if conservative else eps
     eps_hat = eps / (2 * math.log(math.e / dlt)) / (2 if conservative else 1)

@@ -21,8 +21,8 @@ import math
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ldp.central._validate import check_delta, check_epsilon, check_half_open_unit
-from ldp.central.laplace import laplace_sf
+from ldp.central.laplace_mechanism import laplace_sf
+from ldp.core.errors import ParameterError, require_epsilon, require_probability
 
 __all__ = [
     "ADIST_NOISE_FACTOR",
@@ -41,11 +41,12 @@ ADIST_NOISE_FACTOR: float = 4.0
 _MAX_EPSILON = 2.0 * math.log(2.0)
 
 
-def _check(epsilon: float, delta: float) -> tuple[float, float]:
-    eps = check_epsilon(epsilon)
-    dlt = check_delta(delta)
+def _a_dist_parameters(epsilon: float, delta: float) -> tuple[float, float]:
+    """(ε, δ) for A_dist: the common checks, plus the range where Lap(4/ε) keeps it (ε,δ)-DP."""
+    eps = require_epsilon(epsilon)
+    dlt = require_probability("delta", delta)
     if eps > _MAX_EPSILON:
-        raise ValueError(
+        raise ParameterError(
             f"A_dist with Lap(4/ε) is (ε,δ)-DP only for ε ≤ 2·ln 2 ≈ {_MAX_EPSILON:.4f}; got epsilon={epsilon!r}"
         )
     return eps, dlt
@@ -53,19 +54,19 @@ def _check(epsilon: float, delta: float) -> tuple[float, float]:
 
 def a_dist_noise_scale(epsilon: float) -> float:
     """Laplace scale b = 4/ε of the noisy gap (corrected constant; BNS prints 1/ε)."""
-    return ADIST_NOISE_FACTOR / check_epsilon(epsilon)
+    return ADIST_NOISE_FACTOR / require_epsilon(epsilon)
 
 
 def a_dist_threshold(epsilon: float, delta: float) -> float:
     """Threshold thr = (4/ε)·ln(1/δ) (corrected constant; BNS prints ln(1/δ)/ε)."""
-    eps, dlt = _check(epsilon, delta)
+    eps, dlt = _a_dist_parameters(epsilon, delta)
     return ADIST_NOISE_FACTOR / eps * math.log(1.0 / dlt)
 
 
 def a_dist_success_gap(epsilon: float, delta: float, beta: float) -> float:
     """Gap (4/ε)·ln(1/(βδ)) above which A_dist returns f1 w.p. ≥ 1 − β/2 (BNS Prop 2.26, corrected)."""
-    eps, dlt = _check(epsilon, delta)
-    b = check_half_open_unit(beta, "beta")
+    eps, dlt = _a_dist_parameters(epsilon, delta)
+    b = require_probability("beta", beta, high=0.5)
     return ADIST_NOISE_FACTOR / eps * math.log(1.0 / (b * dlt))
 
 
@@ -102,7 +103,7 @@ def top_two(
 
 def a_dist_pass_probability(gap: ArrayLike, epsilon: float, delta: float) -> np.ndarray:
     """Exact Pr[A_dist returns f1] = Pr[gap + Lap(4/ε) ≥ thr] (``gap = inf`` ⇒ 1)."""
-    eps, dlt = _check(epsilon, delta)
+    eps, dlt = _a_dist_parameters(epsilon, delta)
     g = np.asarray(gap, dtype=np.float64)
     b = ADIST_NOISE_FACTOR / eps
     thr = b * math.log(1.0 / dlt)
@@ -137,7 +138,7 @@ def a_dist_from_top_two(
     For callers that find the top two without listing every solution (e.g. the piecewise RecConcave,
     whose partitions can hold 2^1000 intervals). Same guarantee as :func:`a_dist`.
     """
-    eps, dlt = _check(epsilon, delta)
+    eps, dlt = _a_dist_parameters(epsilon, delta)
     if not math.isfinite(s2):
         return i1
     b = ADIST_NOISE_FACTOR / eps

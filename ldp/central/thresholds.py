@@ -20,10 +20,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ldp.central._validate import check_bits, check_delta, check_epsilon, check_half_open_unit
 from ldp.central.piecewise import PiecewiseQuality, piecewise_exponential_mechanism, rec_concave_piecewise
 from ldp.central.rec_concave import rec_concave_levels
-from ldp.central.results import LearnerResult
+from ldp.core.errors import require_epsilon, require_integer, require_probability
+from ldp.core.learner_result import LearnerResult
 
 __all__ = [
     "ThresholdHypothesis",
@@ -70,7 +70,7 @@ def _check_data(x: np.ndarray, y: np.ndarray, bits: int) -> tuple[np.ndarray, np
 
 def threshold_qualities(x: np.ndarray, y: np.ndarray, bits: int) -> np.ndarray:
     """Dense Q(j) = #{i : c_j(x_i) = y_i} for j = 0..2^bits (prefix sums; BNS §3.4 step 2)."""
-    d = check_bits(bits, max_bits=DENSE_MAX_BITS)
+    d = require_integer("bits", bits, 1, DENSE_MAX_BITS)
     xa, ya = _check_data(x, y, d)
     size = 2**d
     pos = np.bincount(xa[ya == 1], minlength=size)
@@ -82,7 +82,7 @@ def threshold_qualities(x: np.ndarray, y: np.ndarray, bits: int) -> np.ndarray:
 
 def threshold_quality_pieces(x: np.ndarray, y: np.ndarray, bits: int) -> PiecewiseQuality:
     """Q(j) = #correct on {0,…,2^d} per piece: [0, p_1], [p_1+1, p_2], …, [p_r+1, 2^d] (p = sorted distinct points)."""
-    d = check_bits(bits, max_bits=MAX_BITS)
+    d = require_integer("bits", bits, 1, MAX_BITS)
     xa, ya = _check_data(x, y, d)
     pts, inv = np.unique(xa, return_inverse=True)
     inv = np.asarray(inv).ravel()
@@ -98,8 +98,8 @@ def learn_thresholds_pure(
     x: np.ndarray, y: np.ndarray, bits: int, epsilon: float, rng: np.random.Generator
 ) -> LearnerResult:
     """Exponential mechanism over THRESH_d with q = #correct (KLNRS generic learner); ε-DP, proper."""
-    eps = check_epsilon(epsilon)
-    d = check_bits(bits, max_bits=MAX_BITS)
+    eps = require_epsilon(epsilon)
+    d = require_integer("bits", bits, 1, MAX_BITS)
     j = piecewise_exponential_mechanism(threshold_quality_pieces(x, y, d), eps, rng)  # validates x, y
     return LearnerResult(ThresholdHypothesis(j, d), int(np.asarray(x).size), eps, 0.0, "pure exponential mechanism (KLNRS)")
 
@@ -118,10 +118,10 @@ def learn_thresholds_approx(
     N = number of RecConcave levels for T = 2^d (1 for d ≤ 5, 2 for d ≤ 32, 3 up to d = 2^32); the
     accounting uses this cap, not the depth a run reaches.
     """
-    a = check_half_open_unit(alpha, "alpha")
-    eps = check_epsilon(epsilon)
-    dlt = check_delta(delta)
-    d = check_bits(bits, max_bits=MAX_BITS)
+    a = require_probability("alpha", alpha, high=0.5)
+    eps = require_epsilon(epsilon)
+    dlt = require_probability("delta", delta)
+    d = require_integer("bits", bits, 1, MAX_BITS)
     Q = threshold_quality_pieces(x, y, d)
     m = int(np.asarray(x).size)
     N = rec_concave_levels(2**d)

@@ -10,11 +10,24 @@ __all__ = ["add_classroom_arguments", "add_join_arguments"]
 FINGERPRINT_HEX = 32
 
 
+def _port(text: str) -> int:
+    """A TCP port for ``--port`` / ``--http-port``: an integer in 0..65535 (0: any free port).
+    Refused here, in one line, rather than by gRPC's bind, which only logs a warning for 99999
+    and lets the class carry on without an aggregator (issue 23, invariant I6)."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a port must be an integer in 0..65535 (0: any free port), got {text!r}") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"a port must be an integer in 0..65535 (0: any free port), got {port}")
+    return port
+
+
 def add_classroom_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--host", action="append", metavar="H", help="an address students dial (repeatable; default: this machine's address, 127.0.0.1 and localhost); the first is printed in the join command")
     p.add_argument("--bind", default="0.0.0.0", help="interface to listen on (default 0.0.0.0; 127.0.0.1 for a class on this machine only)")
-    p.add_argument("--port", type=int, default=50051, help="the aggregator's gRPC port (default 50051; 0: any free port)")
-    p.add_argument("--http-port", type=int, default=8000, help="the dashboard's port (default 8000; 0: any free port)")
+    p.add_argument("--port", type=_port, default=50051, help="the aggregator's gRPC port, 0..65535 (default 50051; 0: any free port)")
+    p.add_argument("--http-port", type=_port, default=8000, help="the dashboard's port, 0..65535 (default 8000; 0: any free port)")
     p.add_argument("--seats", type=int, default=40, help="the most students (default 40)")
     p.add_argument("--machine-users", type=int, default=400, help="MASKED-PARITY records each student's machine generates (default 400)")
     p.add_argument("--d", type=int, default=4, help="MASKED-PARITY dimension (default 4)")
@@ -22,6 +35,10 @@ def add_classroom_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentPars
     p.add_argument("--pace", type=float, default=None, help="seconds between lessons (default: wait for Enter)")
     p.add_argument("--linger", type=float, default=None, help="seconds to keep the dashboard up after the last lesson (default: until Enter)")
     p.add_argument("--wait", type=float, default=1800.0, help="seconds to wait for --students (default 1800)")
+    p.add_argument("--seats-per-address", type=int, default=1, metavar="N", help="live seats one network address may hold (default 1: one student, one machine; more for several students on one machine)")
+    p.add_argument("--seat-timeout", type=float, default=120.0, metavar="S", help="seconds after which a seat given and not connected (or whose connection ended) is free again (default 120)")
+    p.add_argument("--round-deadline", type=float, default=60.0, metavar="S", help="seconds a lesson's round waits for the students' reports; a machine that misses it is MISSING for that round (default 60)")
+    p.add_argument("--ledger-deadline", type=float, default=10.0, metavar="S", help="seconds to wait for the students' ledger reports after a round; a machine that misses it is not asked again (default 10)")
     p.add_argument("--pki", metavar="DIR", help="keep the class's CA, certificate and token in DIR (created; default: a temporary directory, removed at the end)")
     return p
 

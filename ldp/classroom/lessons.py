@@ -30,8 +30,10 @@ import numpy as np
 from ldp.core.concepts import Concept, concept_class
 from ldp.core.errors import ParameterError
 from ldp.core.population import PopulationDescription
-from ldp.core.queries import QuerySpec, conjunction, field_query
-from ldp.core.randomizers import KaryRandomizedResponse, LocalRandomizer, RandomizerSpec, randomizer_kinds
+from ldp.core.queries import QuerySpec
+from ldp.core.query_specs import conjunction, field_query
+from ldp.core.randomizers import LocalRandomizer, RandomizerSpec, randomizer_kinds
+from ldp.core.rr_mechanisms import KaryRandomizedResponse
 from ldp.core.schema import Field, Schema
 
 __all__ = [

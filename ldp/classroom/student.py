@@ -35,7 +35,7 @@ from typing import Any, TextIO
 import grpc
 import numpy as np
 
-from ldp.classroom.enrol import FINGERPRINT_HEX, ca_fingerprint, seat_proof
+from ldp.classroom.enrol import FINGERPRINT_HEX, SEAT_SECRET_HEADER, ca_fingerprint, seat_commit, seat_proof
 from ldp.classroom.lessons import SENSITIVE_QUESTION, TRAVEL, TRAVEL_QUESTION, ClassPlan, class_target, question_of, warm_up
 from ldp.core.concepts import concept_class
 from ldp.core.errors import LDPError, ParameterError
@@ -181,7 +181,7 @@ class StudentConfig(ClientConfig):
         return float(self.budget)
 
     def shard(self, data: Holdings, first_user: int, count: int, store: LedgerStore) -> Shard:
-        shard = StudentShard(data, first_user, count, budget=self.effective_budget(data), key=self.report_key, store=store)
+        shard = StudentShard(data, first_user, count, budget=self.effective_budget(data), key=self.report_key, store=store, key_salt=self.life_salt())  # I1: a fresh salt per join
         if self.show is not None:
             shard.show = self.show  # type: ignore[method-assign]
         return shard
@@ -269,9 +269,10 @@ class Terminal:
             self.transcript.flush()
 
 
-def _fetch(host: str, ca: str, token: str, name: str, timeout_s: float = 20.0) -> tuple[bytes, dict[str, Any]]:
+def _fetch(host: str, ca: str, token: str, name: str, secret: str, timeout_s: float = 20.0) -> tuple[bytes, dict[str, Any]]:
     """The class CA (checked against the fingerprint) and a seat (standard library HTTP: a
-    student process stays light)."""
+    student process stays light). The request carries the commitment to ``secret``, never the
+    secret: only the gRPC connection (TLS) does, and only it can then take this seat."""
     import urllib.error
     import urllib.request
 
@@ -282,8 +283,8 @@ def _fetch(host: str, ca: str, token: str, name: str, timeout_s: float = 20.0) -
         raise ParameterError(f"the dashboard at {host} did not serve the class CA (HTTP {exc.code})") from None
     if ca_fingerprint(ca_pem) != ca.lower():
         raise ParameterError(f"the CA served by {host} does not have the fingerprint {ca} from the join command: refusing to join (is this the teacher's machine?)")
-    nonce = secrets.token_hex(16)
-    body = json.dumps({"name": name, "nonce": nonce, "proof": seat_proof(token, name, nonce)}).encode()
+    nonce, commit = secrets.token_hex(16), seat_commit(secret)
+    body = json.dumps({"name": name, "nonce": nonce, "commit": commit, "proof": seat_proof(token, name, nonce, commit)}).encode()
     request = urllib.request.Request(f"http://{host}/seat", data=body, headers={"Content-Type": "application/json"}, method="POST")
     try:
         with urllib.request.urlopen(request, timeout=timeout_s) as resp:
@@ -320,7 +321,8 @@ async def join(ns: argparse.Namespace, answers: Answers, out: TextIO = sys.stdou
     name = ns.name or getpass.getuser()
     if ":" not in ns.host:
         raise ParameterError(f"HOST:PORT is the dashboard's address from the join command, got {ns.host!r}")
-    ca_pem, seat_info = await asyncio.to_thread(_fetch, ns.host, ns.ca, token, name)
+    secret = secrets.token_hex(32)  # this seat's secret: kept here, sent only over TLS
+    ca_pem, seat_info = await asyncio.to_thread(_fetch, ns.host, ns.ca, token, name, secret)
     plan = ClassPlan.from_json(seat_info.get("plan"))
     seat, port = int(seat_info["seat"]), int(seat_info["grpc_port"])
     if not 0 <= seat < plan.seats or not 0 < port < 65536:
@@ -331,7 +333,7 @@ async def join(ns: argparse.Namespace, answers: Answers, out: TextIO = sys.stdou
     holdings = StudentHoldings(plan, seat, answers, machine)
     terminal = Terminal(plan, seat, answers, out, ns.transcript)
     config = StudentConfig(population=machine, budget=ns.budget, student=holdings, show=terminal)
-    tls = ClientTLS(grpc.ssl_channel_credentials(root_certificates=ca_pem), token_metadata(token))
+    tls = ClientTLS(grpc.ssl_channel_credentials(root_certificates=ca_pem), (*token_metadata(token), (SEAT_SECRET_HEADER, secret)))
     host = ns.host.rsplit(":", 1)[0]
     terminal.say(f"joined as {name!r}, seat {seat}; your budget ε = {ns.budget:g}; {plan.machine_users} MASKED-PARITY records generated here")
     code = await run_client(f"{host}:{port}", ShardClaim(seat, plan.seats), config, tls=tls, connect_timeout_s=ns.connect_timeout, say=terminal.say)

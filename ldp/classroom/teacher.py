@@ -14,8 +14,8 @@ then, once the class has joined, runs the scripted lessons (docs/classroom.md):
    (its second question depends on the first round's answers) and the one-round learner, each on
    half of the class's machine users, graded against the class's target.
 
-Each reply is shown as it arrives (``ClassroomAggregator`` hooks the moment a shard's reply has
-passed validation), with the debiased estimate and its 95 % interval recomputed from the reports
+Each reply is shown as it arrives (a reply observer on the ``GrpcAggregator``, told the moment a
+shard's reply has passed validation), with the debiased estimate and its 95 % interval recomputed from the reports
 so far; after every round the budget each participant spent is read from their ledgers
 (``LedgerQuery``, a diagnostic the aggregator could compute itself).
 Guarantees: the teacher's side never holds a record, a report key or a student's budget it could
@@ -29,18 +29,22 @@ import argparse
 import asyncio
 import contextlib
 import math
+import os
 import shutil
 import socket
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ldp.classroom.dashboard import ClassState, Dashboard, ca_fingerprint
+from ldp.classroom.dashboard import ClassState, Dashboard, SeatRequest, ca_fingerprint, clean_text
+from ldp.classroom.enrol import SEAT_SECRET_HEADER, is_seat_secret, seat_commit
 from ldp.classroom.lessons import (
     TRAVEL,
     ClassPlan,
@@ -60,47 +64,27 @@ from ldp.core.queries import QuerySpec
 from ldp.local.messages import RoundReply, RoundRequest, SessionKind
 from ldp.local.oracle import Reports
 from ldp.local.session import Request, Session
-from ldp.wire.aggregator import GrpcAggregator, GrpcLROracle, _Connection
-from ldp.wire.tls import issue, make_ca, new_token, read_token, server_tls
+from ldp.wire.aggregator import Admission, GrpcAggregator, GrpcLROracle, ShardClaim
+from ldp.wire.tls import ServerTLS, handshake_reasons, issue, make_ca, new_token, read_token, server_tls
 
-__all__ = ["ClassroomAggregator", "Teacher", "run_classroom", "short_query"]
+__all__ = ["Teacher", "classroom_aggregator", "run_classroom", "short_query"]
 
 _SCALE = float(1 << UNIT_BITS)
 MAX_CHIPS = 60  # raw reports listed per request on the dashboard (the rest are counted)
 ROUND_DEADLINE_S = 60.0  # a student's laptop that has not answered a lesson's round by then is MISSING
-
-
-class ClassroomAggregator(GrpcAggregator):
-    """A ``GrpcAggregator`` that tells the classroom about every validated reply as it arrives,
-    and about every connect/disconnect."""
-
-    def __init__(self, *args: Any, on_reply: Callable[[str, RoundReply], None], on_change: Callable[[str], None], **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._on_reply_cb = on_reply
-        self._on_change_cb = on_change
-
-    def _resolve(self, conn: _Connection, key: tuple[int, int], reply: RoundReply) -> None:
-        fut = conn.pending.get(key)
-        if fut is not None and not fut.done():
-            try:
-                self._on_reply_cb(conn.key, reply)
-            except Exception as exc:  # noqa: BLE001 - the dashboard must never break a round
-                self.events.append(f"dashboard update failed: {type(exc).__name__}: {exc}")
-        super()._resolve(conn, key, reply)
-
-    def _notify(self, event: str) -> None:
-        super()._notify(event)
-        self._on_change_cb(event)
-
-    def declared_budget(self, key: str) -> float | None:
-        conn = self._connections.get(key)
-        return None if conn is None else float(conn.budget)
+# A seat given and not connected within this (or whose connection ended this long ago) is free
+# again: a `join` that asked and then failed, or a student who took a seat and never came, leaves no hole.
+SEAT_TIMEOUT_S = 120.0
+# How long the teacher waits for the students' ledger reports after a round (all asked at once).
+# A student whose machine misses it is marked on the dashboard and not asked again: one student
+# who ignores ledger queries costs the class this once, not once per round.
+LEDGER_DEADLINE_S = 10.0
 
 
 class ClassroomOracle(GrpcLROracle):
     """The LR oracle the lessons use: registers each round on the dashboard before it is sent."""
 
-    def __init__(self, aggregator: ClassroomAggregator, teacher: Teacher) -> None:
+    def __init__(self, aggregator: GrpcAggregator, teacher: Teacher) -> None:
         super().__init__(aggregator)
         self.teacher = teacher
 
@@ -143,19 +127,57 @@ def _seat_of_key(key: str) -> int:
     return int(key.split("/", 1)[0])
 
 
-class Teacher:
-    """The classroom's state machine: seats, rounds on the dashboard, the scripted lessons."""
+@dataclass
+class Seat:
+    """A seat the teacher gave: to whom (the name, the request's nonce, the commitment to the
+    secret the student's machine keeps, the address the request came from), and since when it is
+    idle (given and not connected yet, or its connection ended): ``monotonic`` seconds."""
 
-    def __init__(self, plan: ClassPlan, token: str, state: ClassState, *, say: Callable[[str], None] = print) -> None:
+    name: str
+    nonce: str
+    commit: str
+    address: str
+    idle_since: float | None
+    connected: bool = False
+
+
+class Teacher:
+    """The classroom's state machine: seats, rounds on the dashboard, the scripted lessons.
+
+    Seats (docs/classroom.md, "Seats"): at most ``seats_per_address`` live seats per source
+    address; a seat idle for ``seat_timeout_s`` is freed (``expire_seats``); the teacher removes
+    one with ``remove`` (the console's ``remove N``); a gRPC connection is admitted only for a
+    live seat and with its secret (``admit``). Ledger reports are asked with one deadline,
+    ``ledger_deadline_s``, and a student whose machine misses it is not asked again."""
+
+    def __init__(
+        self,
+        plan: ClassPlan,
+        token: str,
+        state: ClassState,
+        *,
+        say: Callable[[str], None] = print,
+        seats_per_address: int = 1,
+        seat_timeout_s: float = SEAT_TIMEOUT_S,
+        ledger_deadline_s: float = LEDGER_DEADLINE_S,
+        round_deadline_s: float = ROUND_DEADLINE_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.plan = plan
         self.token = token
         self.state = state
         self.say = say
         self.schema = plan.schema
-        self.aggregator: ClassroomAggregator | None = None
+        self.seats_per_address = seats_per_address
+        self.seat_timeout_s = seat_timeout_s
+        self.ledger_deadline_s = ledger_deadline_s
+        self.round_deadline_s = round_deadline_s
+        self.clock = clock
+        self.aggregator: GrpcAggregator | None = None
         self.oracle: ClassroomOracle | None = None
-        self._seats: dict[int, dict[str, Any]] = {}  # seat -> {"name", "nonce"}
+        self._seats: dict[int, Seat] = {}
         self._by_nonce: dict[str, int] = {}
+        self._silent: set[str] = set()  # shard keys whose machine missed a ledger deadline: not asked again
         self._rounds: dict[tuple[int, int], dict[str, Any]] = {}  # (session, round) -> round record
         self._requests: dict[int, dict[str, Any]] = {}  # request id -> request record
         self._values: dict[int, list[np.ndarray]] = {}  # request id -> report arrays received so far
@@ -163,44 +185,143 @@ class Teacher:
         self.grpc_port = 0
         self.reply_times: list[tuple[int, int, float]] = []  # (request id, seat, arrival time.time())
 
-    # --- seats (dashboard POST /seat) ---
+    # --- seats (dashboard POST /seat; the aggregator's admission; the teacher's console) ---
 
-    def allocate(self, name: str, nonce: str) -> dict[str, Any]:
-        """A seat for a student (the same nonce gets the same seat): the lowest one free."""
-        seat = self._by_nonce.get(nonce)
-        if seat is None:
-            free = [s for s in range(self.plan.seats) if s not in self._seats]
-            if not free:
-                raise ParameterError(f"the class is full: all {self.plan.seats} seats are taken (start the classroom with more --seats)")
-            seat = free[0]
-            self._seats[seat] = {"name": name, "nonce": nonce}
-            self._by_nonce[nonce] = seat
+    def allocate(self, request: SeatRequest) -> dict[str, Any]:
+        """A seat for a verified request: the same request gets the same seat back; otherwise the
+        lowest free seat, unless the request's address already holds ``seats_per_address`` seats
+        (raises ``ParameterError``, which the student sees)."""
+        self.expire_seats()
+        seat = self._by_nonce.get(request.nonce)
+        if seat is not None:
+            if self._seats[seat].commit != request.commit:
+                raise ParameterError("this seat request was already answered for another secret: ask again with a fresh nonce")
+            return self._seat_answer(seat)
+        held = sorted(s for s, info in self._seats.items() if info.address == request.address)
+        if len(held) >= self.seats_per_address:
+            raise ParameterError(
+                f"the machine at {request.address} already holds seat{'s' if len(held) > 1 else ''} {', '.join(map(str, held))}: "
+                f"one student, one seat (a seat nobody connects to is freed after {self.seat_timeout_s:g} s; "
+                "a teacher running several students on one machine starts the classroom with --seats-per-address N)"
+            )
+        free = [s for s in range(self.plan.seats) if s not in self._seats]
+        if not free:
+            raise ParameterError(f"the class is full: all {self.plan.seats} seats are taken (start the classroom with more --seats)")
+        seat = free[0]
+        name = clean_text(request.name, 40)
+        self._seats[seat] = Seat(name, request.nonce, request.commit, request.address, idle_since=self.clock())
+        self._by_nonce[request.nonce] = seat
+        self.refresh_students()
+        self.state.event(f"{name} took seat {seat}")
+        return self._seat_answer(seat)
+
+    def _seat_answer(self, seat: int) -> dict[str, Any]:
+        return {"seat": seat, "seats": self.plan.seats, "grpc_port": self.grpc_port, "plan": self.plan.to_json(), "seat_timeout_s": self.seat_timeout_s}
+
+    def admit(self, claim: ShardClaim, secret: str) -> str:
+        """'' when a gRPC connection claiming ``claim`` may proceed, else the reason: the claim must
+        be one whole seat of this class, given by the teacher and not expired or removed, and the
+        call must carry the secret whose commitment that seat was given for."""
+        self.expire_seats()
+        if claim.count != self.plan.seats or claim.sub_count != 1:
+            return f"a classroom connection claims one seat of {self.plan.seats} (shard K/{self.plan.seats}), not {claim.key}"
+        info = self._seats.get(claim.index)
+        if info is None:
+            return f"seat {claim.index} was not given to anyone (or was freed): ask the dashboard for a seat (ldp-sim join)"
+        if not is_seat_secret(secret) or seat_commit(secret) != info.commit:
+            return f"seat {claim.index} belongs to another student: this connection does not carry its secret"
+        if not info.connected:
+            info.idle_since = self.clock()  # its connection is under way: the seat does not expire during the handshake
+        return ""
+
+    def admission(self, request: Admission) -> str:
+        """The aggregator's admission check (``GrpcAggregator.add_admission_check``): ``admit``
+        with the seat secret the call carries in its metadata (``enrol.SEAT_SECRET_HEADER``), so
+        an enrolled student cannot take another's seat over gRPC."""
+        return self.admit(request.claim, request.header(SEAT_SECRET_HEADER))
+
+    def expire_seats(self) -> list[int]:
+        """Free every seat idle (no connection) for ``seat_timeout_s``; returns them."""
+        now = self.clock()
+        gone = [s for s, info in self._seats.items() if not info.connected and info.idle_since is not None and now - info.idle_since >= self.seat_timeout_s]
+        for seat in gone:
+            info = self._free(seat)
+            self.state.event(f"seat {seat} ({info.name}) is free again: no connection for {self.seat_timeout_s:g} s")
+        if gone:
             self.refresh_students()
-            self.state.event(f"{name} took seat {seat}")
-        return {"seat": seat, "seats": self.plan.seats, "grpc_port": self.grpc_port, "plan": self.plan.to_json()}
+        return gone
+
+    def _free(self, seat: int) -> Seat:
+        info = self._seats.pop(seat)
+        self._by_nonce.pop(info.nonce, None)
+        self.state.data["students"].pop(str(seat), None)
+        self._silent.discard(self._key(seat))
+        return info
+
+    def _key(self, seat: int) -> str:
+        return f"{seat}/{self.plan.seats}"
+
+    async def remove(self, seat: int) -> str:
+        """The teacher removes a seat: its student's connection (if any) is closed with a reason,
+        and the seat, its secret revoked, is free for someone else. Returns what happened."""
+        info = self._seats.get(seat)
+        if info is None:
+            return f"seat {seat} is not taken (seats taken: {sorted(self._seats) or 'none'})"
+        self._free(seat)
+        closed = False
+        if self.aggregator is not None:
+            closed = await self.aggregator.expel(self._key(seat), "the teacher removed this seat")
+        self.refresh_students()
+        self.state.event(f"the teacher removed seat {seat} ({info.name})")
+        return f"removed seat {seat} ({info.name}){'; its connection is closed' if closed else ''}"
+
+    def seat_lines(self) -> list[str]:
+        """The seats, one line each, for the teacher's console (the address is not on the projected page)."""
+        now = self.clock()
+        lines = []
+        for seat in sorted(self._seats):
+            info = self._seats[seat]
+            if info.connected:
+                status = "connected"
+            else:
+                idle = now - (info.idle_since or now)
+                status = f"not connected for {idle:.0f} s (freed after {self.seat_timeout_s:g} s)"
+            silent = "; ledger: no answer" if self._key(seat) in self._silent else ""
+            lines.append(f"  seat {seat}: {info.name!r} from {info.address}, {status}{silent}")
+        return lines or ["  no seat is taken"]
 
     def connected_seats(self) -> list[int]:
         if self.aggregator is None:
             return []
-        return sorted(_seat_of_key(s.key) for s in self.aggregator.shards)
+        return sorted(_seat_of_key(s.key) for s in self.aggregator.shards if s.key.endswith(f"/{self.plan.seats}"))
 
     def refresh_students(self) -> None:
         connected = set(self.connected_seats())
         students = self.state.data["students"]
+        now = self.clock()
         for seat, info in self._seats.items():
-            entry = students.setdefault(str(seat), {"seat": seat, "name": info["name"], "spent": 0.0, "machine_spent": 0.0, "budget": None})
-            entry["connected"] = seat in connected
-            if seat in connected and self.aggregator is not None:
-                entry["budget"] = self.aggregator.declared_budget(f"{seat}/{self.plan.seats}")
+            if info.connected and seat not in connected:
+                info.idle_since = now  # its connection ended: freed after the timeout unless it comes back
+            elif seat in connected:
+                info.idle_since = None
+            info.connected = seat in connected
+            entry = students.setdefault(str(seat), {"seat": seat, "name": info.name, "spent": 0.0, "machine_spent": 0.0, "budget": None})
+            entry["connected"] = info.connected
+            entry["ledger"] = "no answer" if self._key(seat) in self._silent else "ok"
+            if info.connected and self.aggregator is not None:
+                view = self.aggregator.connection(self._key(seat))  # a read-only snapshot
+                entry["budget"] = None if view is None else view.budget
         self.state.data["joined"] = len(connected)
         self.state.changed()
 
     def on_change(self, event: str) -> None:
         self.refresh_students()
-        if " connected " in event or "disconnected" in event:
-            seat = _seat_of_key(event.split()[1]) if event.startswith("shard ") else -1
-            name = self._seats.get(seat, {}).get("name", f"seat {seat}")
-            self.state.event(f"{name} {'joined' if ' connected ' in event else 'left'}")
+        if event.startswith("shard ") and (" connected " in event or "disconnected" in event):
+            with contextlib.suppress(ValueError, IndexError):
+                seat = _seat_of_key(event.split()[1])
+                info = self._seats.get(seat)
+                name = info.name if info is not None else f"seat {seat}"
+                self.state.event(f"{name} {'joined' if ' connected ' in event else 'left'}")
 
     # --- rounds on the dashboard ---
 
@@ -244,9 +365,10 @@ class Teacher:
         """One student's validated reply: its reports join the estimate at once."""
         now = time.time()
         seat = _seat_of_key(key)
-        name = self._seats.get(seat, {}).get("name", f"seat {seat}")
-        if reply.error:
-            self.state.event(f"{name}'s machine refused the round: {reply.error[:200]}")
+        info = self._seats.get(seat)
+        name = info.name if info is not None else f"seat {seat}"
+        if reply.error:  # the student's machine's text: cleaned here, escaped where it is shown
+            self.state.event(f"{name}'s machine refused the round: {clean_text(reply.error, 200)}")
             return
         for result in reply.results:
             entry = self._requests.get(result.request_id)
@@ -283,31 +405,36 @@ class Teacher:
         for req, rep in zip(record["requests"], reports):
             counts = rep.counts()
             req["answered"], req["refused"], req["missing"] = counts["answered"], counts["refused"], counts["missing"] + counts["error"]
-            req["errors"] = list(rep.errors)[:3]
+            req["errors"] = [clean_text(e, 300) for e in list(rep.errors)[:3]]  # they may quote a student's machine
         record["done"] = True
         record["finished"] = time.time()
         self.state.changed()
 
     async def update_budgets(self) -> None:
-        """Every participant's spent ε, read from their own ledgers (a diagnostic query)."""
+        """Every participant's spent ε, read from their own ledgers (a diagnostic query), all asked
+        at once with one short deadline (``ledger_deadline_s``). A student whose machine does not
+        answer in time is marked ("ledger: no answer") and not asked again, so one machine that
+        ignores ledger queries costs the class one deadline, not one per round."""
         assert self.aggregator is not None
-        shards = self.aggregator.shards
-        try:
-            units = await self.aggregator.ledger_spent_units()
-        except (LDPError, KeyError, TimeoutError) as exc:  # KeyError: a shard left while it was asked
-            self.state.event(f"could not read the ledgers: {exc}")
+        shards = [s for s in self.aggregator.shards if s.key not in self._silent]
+        if not shards:
             return
-        if len(units) != sum(s.count for s in shards):
-            return  # someone joined or left meanwhile: the next update will do
-        at = 0
+        units = await self.aggregator.ledger_units_by_shard([s.key for s in shards], self.ledger_deadline_s)
         for s in shards:
-            part = units[at : at + s.count]
-            at += s.count
-            entry = self.state.data["students"].get(str(_seat_of_key(s.key)))
+            part = units.get(s.key)
+            seat = _seat_of_key(s.key)
+            if part is None or len(part) != s.count:
+                if s.key in {x.key for x in self.aggregator.shards}:  # still connected: it did not answer
+                    self._silent.add(s.key)
+                    info = self._seats.get(seat)
+                    who = info.name if info is not None else f"seat {seat}"
+                    self.state.event(f"{who}'s machine did not report its ledger within {self.ledger_deadline_s:g} s: not asked again")
+                continue
+            entry = self.state.data["students"].get(str(seat))
             if entry is not None:
                 entry["spent"] = float(part[0]) / _SCALE
                 entry["machine_spent"] = float(part[1:].max()) / _SCALE if len(part) > 1 else 0.0  # the most any of its users spent
-        self.state.changed()
+        self.refresh_students()
 
     # --- the lessons ---
 
@@ -341,7 +468,7 @@ class Teacher:
             "No single report says what anyone answered; the debiased average of all of them estimates the class's fraction of 'yes'.",
         )
         assert self.oracle is not None
-        session = Session(self.oracle, SessionKind.NON_INTERACTIVE, name="randomized-response", deadline_s=ROUND_DEADLINE_S)
+        session = Session(self.oracle, SessionKind.NON_INTERACTIVE, name="randomized-response", deadline_s=self.round_deadline_s)
         (rep,) = await self.round(session, [Request.of(self.students(), sensitive_spec(epsilon))], ["yes"])
         est = estimate_reports(sensitive_spec(epsilon), self.schema, rep.values, label="yes")
         step["result"] = {"text": f"estimated fraction of 'yes': {_fmt_est(est, 0)} from {len(rep.values)} reports"}
@@ -357,9 +484,9 @@ class Teacher:
         )
         assert self.oracle is not None
         users = self.students()
-        session = Session(self.oracle, SessionKind.NON_INTERACTIVE, name="histogram-grr", deadline_s=ROUND_DEADLINE_S)
+        session = Session(self.oracle, SessionKind.NON_INTERACTIVE, name="histogram-grr", deadline_s=self.round_deadline_s)
         (grr,) = await self.round(session, [Request.of(users, travel_grr_spec(epsilon))], ["GRR"])
-        session = Session(self.oracle, SessionKind.NON_INTERACTIVE, name=f"histogram-{other}", deadline_s=ROUND_DEADLINE_S)
+        session = Session(self.oracle, SessionKind.NON_INTERACTIVE, name=f"histogram-{other}", deadline_s=self.round_deadline_s)
         if other == "oue":
             spec = travel_oue_spec(epsilon)
             (oue,) = await self.round(session, [Request.of(users, spec)], ["OUE"])
@@ -385,7 +512,7 @@ class Teacher:
             "ledger: whoever has less than that left refuses — no report, no charge — and the teacher can do nothing about it.",
         )
         assert self.oracle is not None
-        session = Session(self.oracle, SessionKind.NON_INTERACTIVE, name="over-asking", deadline_s=ROUND_DEADLINE_S)
+        session = Session(self.oracle, SessionKind.NON_INTERACTIVE, name="over-asking", deadline_s=self.round_deadline_s)
         (rep,) = await self.round(session, [Request.of(self.students(), sensitive_spec(epsilon))], ["yes (again)"])
         counts = rep.counts()
         step["result"] = {"text": f"refused by {counts['refused']} of {len(rep.users)} students' own ledgers; {counts['answered']} answered", **counts}
@@ -455,6 +582,19 @@ class Teacher:
         self.state.changed()
 
 
+def classroom_aggregator(teacher: Teacher, bind: str, tls: ServerTLS) -> GrpcAggregator:
+    """The class's ``GrpcAggregator`` (the class's public description only, TLS with enrolment),
+    configured through its public hooks: every validated reply goes to the dashboard as it
+    arrives (``Teacher.on_reply``), every connect/disconnect to the seats (``Teacher.on_change``),
+    and a connection is admitted only for a seat the teacher gave and with that seat's secret
+    (``Teacher.admission``); the teacher removes a seat with ``GrpcAggregator.expel``."""
+    aggregator = GrpcAggregator(teacher.plan.description(), bind, tls=tls)
+    aggregator.add_reply_observer(teacher.on_reply)
+    aggregator.add_event_observer(teacher.on_change)
+    aggregator.add_admission_check(teacher.admission)
+    return aggregator
+
+
 def _show(value: Any) -> Any:
     v = np.asarray(value)
     return v.tolist() if v.ndim else (int(v) if float(v).is_integer() else float(v))
@@ -509,13 +649,115 @@ def _print_join(command: str, dashboard_url: str, say: Callable[[str], None]) ->
     say(f"\nStudents join with:\n\n    {command}\n\nDashboard (for the projector): {dashboard_url}\n")
 
 
+class Console:
+    """The teacher's terminal while the class runs: Enter advances (the lessons, the next lesson,
+    the end of the class); ``seats`` lists the seats with their addresses (not on the projected
+    page); ``remove N`` removes seat N (``Teacher.remove``); ``help``. Teacher-only by where it
+    is: the terminal of the process that holds the class's keys (docs/classroom.md, "Seats").
+
+    Lines are read by a daemon thread from file descriptor 0 (unbuffered, so no lock is held at
+    exit, and the process never waits for a line at the end of the class); at end of input every
+    ``enter`` returns at once, as before."""
+
+    def __init__(self, teacher: Teacher, say: Callable[[str], None]) -> None:
+        self.teacher = teacher
+        self.say = say
+        self._enters: asyncio.Queue[None] = asyncio.Queue()
+        self._eof = False
+        self._tasks: set[asyncio.Future[Any]] = set()
+        self._loop = asyncio.get_running_loop()
+
+    def start(self) -> None:
+        threading.Thread(target=self._read, name="ldp-classroom-console", daemon=True).start()
+
+    def _read(self) -> None:
+        pending = b""
+        while True:
+            try:
+                chunk = os.read(0, 4096)
+            except OSError:
+                chunk = b""
+            lines = (pending + chunk).split(b"\n")
+            pending = lines.pop() if chunk else b""
+            try:
+                for line in lines:
+                    self._loop.call_soon_threadsafe(self._line, line.decode(errors="replace").strip())
+                if not chunk:
+                    self._loop.call_soon_threadsafe(self._line, None)
+                    return
+            except RuntimeError:  # the loop is closed: the class is over
+                return
+
+    def _line(self, text: str | None) -> None:
+        if text is None:
+            self._eof = True
+            self._enters.put_nowait(None)
+        elif not text:
+            self._enters.put_nowait(None)
+        else:
+            task = asyncio.ensure_future(self.command(text))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    async def command(self, text: str) -> None:
+        """One console command; a mistake is one line, never a traceback."""
+        words = text.split()
+        if words == ["seats"]:
+            self.say("\n".join(self.teacher.seat_lines()))
+        elif len(words) == 2 and words[0] == "remove" and words[1].isdigit():
+            self.say(await self.teacher.remove(int(words[1])))
+        elif words == ["help"]:
+            self.say("commands: Enter (go on), seats (list the seats), remove N (remove seat N), help")
+        else:
+            self.say(f"unknown command {clean_text(text, 60)!r}: Enter (go on), seats, remove N, help")
+
+    async def enter(self, what: str) -> None:
+        self.say(f"(press Enter for the {what}; `seats` lists the seats, `remove N` removes seat N)")
+        if not self._eof:
+            await self._enters.get()
+
+    async def close(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+
+async def _housekeeping(teacher: Teacher, every_s: float = 1.0) -> None:
+    """Free expired seats while the class runs (the dashboard shows it within ``every_s``)."""
+    while True:
+        await asyncio.sleep(every_s)
+        teacher.expire_seats()
+
+
+def _check_options(ns: argparse.Namespace) -> None:
+    """The classroom's numeric options, each refused with its name and what is allowed."""
+    if ns.seats_per_address < 1:
+        raise ParameterError(f"--seats-per-address must be at least 1, got {ns.seats_per_address}")
+    for flag, value in (("--seat-timeout", ns.seat_timeout), ("--ledger-deadline", ns.ledger_deadline), ("--round-deadline", ns.round_deadline)):
+        if not (math.isfinite(value) and value > 0):
+            raise ParameterError(f"{flag} must be a finite number of seconds > 0, got {value}")
+
+
+def _quiet_shutdown(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    """The loop's exception handler: a cancellation while the class shuts down (a stream's
+    task cut off when the server stops) is expected and says nothing; anything else is one line."""
+    exc = context.get("exception")
+    if isinstance(exc, asyncio.CancelledError):
+        return
+    message = context.get("message", "")
+    print(f"ldp-sim classroom: {message}{f': {type(exc).__name__}: {clean_text(exc, 200)}' if exc is not None else ''}", file=sys.stderr, flush=True)
+
+
 async def classroom(ns: argparse.Namespace, say: Callable[[str], None] = print) -> int:
+    _check_options(ns)
     plan = ClassPlan(ns.seats, ns.machine_users, ns.d)
     warm_up(plan.schema)  # the aggregator checks replies with the randomizers' formats: import them now
     hosts = ns.host or [local_address(), "127.0.0.1", "localhost"]
     hosts = list(dict.fromkeys(hosts))
     temporary = ns.pki is None
     pki = Path(tempfile.mkdtemp(prefix="ldp-classroom-")) if temporary else Path(ns.pki)
+    loop = asyncio.get_running_loop()
+    loop.set_exception_handler(_quiet_shutdown)
     try:
         make_ca(pki, name="ldp classroom CA", days=2)
         issue(pki, "server", "classroom", hosts=hosts, days=2)
@@ -523,34 +765,36 @@ async def classroom(ns: argparse.Namespace, say: Callable[[str], None] = print) 
         token = read_token(token_path)
         ca_pem = (pki / "ca.pem").read_bytes()
         fingerprint = ca_fingerprint(ca_pem)
-        loop = asyncio.get_running_loop()
         info: dict[str, Any] = {"plan": plan.to_json(), "hosts": hosts, "fingerprint": fingerprint, "histogram": histogram_kind(), "started": time.time()}
         state = ClassState(info)
-        teacher = Teacher(plan, token, state, say=say)
-        aggregator = ClassroomAggregator(
-            plan.description(), f"{ns.bind}:{ns.port}", tls=server_tls(pki, token_path), on_reply=teacher.on_reply, on_change=teacher.on_change
+        teacher = Teacher(
+            plan, token, state, say=say, seats_per_address=ns.seats_per_address, seat_timeout_s=ns.seat_timeout, ledger_deadline_s=ns.ledger_deadline,
+            round_deadline_s=ns.round_deadline,
         )
+        aggregator = classroom_aggregator(teacher, f"{ns.bind}:{ns.port}", server_tls(pki, token_path))
         teacher.aggregator = aggregator
-        teacher.grpc_port = await aggregator.start()
+        try:
+            teacher.grpc_port = await aggregator.start()
+        except (LDPError, RuntimeError) as exc:  # a busy or foreign --port: one line, no traceback
+            raise LDPError(f"cannot serve the classroom's aggregator on {ns.bind}:{ns.port} ({exc}); choose another --port") from None
         teacher.oracle = ClassroomOracle(aggregator, teacher)
-        dashboard = Dashboard(state, token=token, ca_pem=ca_pem, join_command="", allocate=teacher.allocate)
+        dashboard = Dashboard(state, token=token, ca_pem=ca_pem, allocate=teacher.allocate)
         try:
             http_port = await dashboard.start(ns.bind, ns.http_port)
         except OSError as exc:
             await aggregator.close("the classroom could not start")
             raise LDPError(f"cannot serve the dashboard on {ns.bind}:{ns.http_port} ({exc.strerror or exc}); choose another --http-port") from None
         command = f"ldp-sim join {hosts[0]}:{http_port} --token {token} --ca {fingerprint}"
-        dashboard.join_command = command
-        info["join"] = command
+        # The page is plain HTTP: it shows the command without the token (the terminal has it).
+        info["join"] = f"ldp-sim join {hosts[0]}:{http_port} --token TOKEN --ca {fingerprint}"
         info["dashboard"] = f"http://{hosts[0]}:{http_port}/"
         info["grpc_port"] = teacher.grpc_port
         state.changed()
         say(f"classroom: aggregator on {ns.bind}:{teacher.grpc_port} (TLS, token enrolment), dashboard on {ns.bind}:{http_port}")
         _print_join(command, info["dashboard"], say)
-
-        async def enter(what: str) -> None:
-            say(f"(press Enter for the {what})")
-            await loop.run_in_executor(None, sys.stdin.readline)
+        console = Console(teacher, say)
+        console.start()
+        housekeeping = asyncio.ensure_future(_housekeeping(teacher))
 
         try:
             if ns.students > 0:
@@ -561,22 +805,27 @@ async def classroom(ns: argparse.Namespace, say: Callable[[str], None] = print) 
                         raise LDPError(f"only {len(teacher.connected_seats())} of {ns.students} students joined within {ns.wait:g} s")
                     await asyncio.sleep(0.05)
             else:
-                await enter("lessons, once everyone has joined")
+                await console.enter("lessons, once everyone has joined")
             say(f"{len(teacher.connected_seats())} students joined")
 
             async def pause(what: str) -> None:
                 if ns.pace is None:
-                    await enter(what)
+                    await console.enter(what)
                 else:
                     await asyncio.sleep(ns.pace)
 
             await teacher.run_lessons(pause)
             if ns.linger is None:
-                await enter("end of the class")
+                await console.enter("end of the class")
             else:
                 await asyncio.sleep(ns.linger)
         finally:
-            await aggregator.close("the class is over")
+            housekeeping.cancel()
+            await asyncio.gather(housekeeping, return_exceptions=True)
+            await console.close()
+            # A grace long enough for every student to leave on Close by itself: a stream
+            # cancelled by the server's stop is what used to print CancelledError tracebacks.
+            await aggregator.close("the class is over", grace_s=5.0)
             await dashboard.stop()
         return 0
     finally:
@@ -585,10 +834,14 @@ async def classroom(ns: argparse.Namespace, say: Callable[[str], None] = print) 
 
 
 def run_classroom(ns: argparse.Namespace, say: Callable[[str], None] = print) -> int:
-    """``ldp-sim classroom``: returns the exit code."""
+    """``ldp-sim classroom``: returns the exit code. A connection refused during the TLS
+    handshake (which no handler sees: a student with a wrong CA, a plaintext client) is said in
+    one line on stderr (``ldp.wire.tls.handshake_reasons``, as ``ldp-sim serve`` does), not as
+    gRPC's raw "Handshake failed" lines."""
 
     def line(text: str) -> None:
         say(text)
         sys.stdout.flush()
 
-    return asyncio.run(classroom(ns, line))
+    with handshake_reasons("classroom: "):
+        return asyncio.run(classroom(ns, line))

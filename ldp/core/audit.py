@@ -52,7 +52,9 @@ from fractions import Fraction
 import numpy as np
 from scipy import stats
 
-from ldp.core.randomizers import TWO64, Interval, LaplaceRandomizer, Randomizer
+from ldp.core.errors import ParameterError, require_integer, require_probability
+from ldp.core.laplace import LaplaceRandomizer
+from ldp.core.randomizer_base import TWO64, Interval, Randomizer
 from ldp.core.rng import RandomSource
 
 __all__ = [
@@ -70,6 +72,8 @@ __all__ = [
     "ChiSquareAudit",
     "chi_square_fit",
     "sample_reports",
+    "exp_bounds",
+    "log_ratio",
 ]
 
 RELATIVE_TOLERANCE = 1e-12
@@ -78,6 +82,50 @@ GRID_OUTPUTS = 4001
 EXP_DIGITS = 80
 EXP_MARGIN = Fraction(1, 10**60)
 MAX_CELL_TUPLES = 1 << 23  # sampler-consistency enumeration budget per input
+MAX_CHECK_INPUTS = 1 << 20  # verify_exact's check_inputs: more is capped by the table size anyway
+MAX_AUDIT_SAMPLES = 10**8  # audit_epsilon's n per input: ~1.6 GB of float64 inputs and reports
+
+
+# --- argument checks: a user's mistake is a one-line ParameterError naming it (issue 23, I6) ---
+
+
+def _require_randomizer(R: object, where: str) -> Randomizer:
+    """``R`` if it is a ``Randomizer``, else a ParameterError (not an AttributeError from inside)."""
+    if not isinstance(R, Randomizer):
+        raise ParameterError(
+            f"{where}: R must be a randomizer (e.g. ldp.BinaryRandomizedResponse(1.0) or LocalRandomizer.randomizer), "
+            f"got {type(R).__name__} {R!r}"[:300]
+        )
+    return R
+
+
+def _require_input(R: Randomizer, name: str, u: object) -> float | np.ndarray:
+    """``u`` if it is one input R can take (a number in its domain; a record of ``input_width``
+    numbers for ``record_rr``), else a ParameterError naming ``name``. An input outside an
+    interval domain is refused rather than clipped: the audit would measure another input."""
+    width = R.input_width
+    shown = repr(u)[:80]
+    allowed = "a number" if width == 1 else f"a list of {width} numbers (one record)"
+    if width == 1:
+        if isinstance(u, (bool, np.bool_)) or not isinstance(u, (int, float, np.integer, np.floating)):
+            raise ParameterError(f"audit_epsilon: {name} must be {allowed} in the input domain of {R.kind}, got {shown}")
+        try:
+            values = np.array([float(u)])
+        except OverflowError:
+            raise ParameterError(f"audit_epsilon: {name} must be a finite number, got {shown}") from None
+    else:
+        values = np.asarray(u) if isinstance(u, (list, tuple, np.ndarray)) else np.empty(0)
+        if values.shape != (width,) or values.dtype.kind not in "iuf":
+            raise ParameterError(f"audit_epsilon: {name} must be {allowed}, got {shown}")
+        values = values[None, :]
+    try:
+        checked = R.check_inputs(values)
+    except ParameterError as exc:
+        raise ParameterError(f"audit_epsilon: {name} = {shown} is not an input of the randomizer: {exc}") from None
+    if not np.array_equal(checked, values):  # an interval domain clips: refuse instead
+        domain = R.input_domain()
+        raise ParameterError(f"audit_epsilon: {name} must be in the input domain [{domain.low:g}, {domain.high:g}] of {R.kind}, got {shown}")  # type: ignore[union-attr]
+    return u if width > 1 else float(u)  # type: ignore[arg-type, return-value]
 
 
 # --- test double: randomness whose bits we choose ---
@@ -103,7 +151,7 @@ class FixedRandomness:
 # --- exact comparison with e^ε ---
 
 
-def _exp_bounds(epsilon: float) -> tuple[Fraction, Fraction]:
+def exp_bounds(epsilon: float) -> tuple[Fraction, Fraction]:
     """(lower, upper) rational bounds on e^ε with a 10^-60 relative margin each way."""
     with localcontext() as ctx:
         ctx.prec = EXP_DIGITS
@@ -111,7 +159,7 @@ def _exp_bounds(epsilon: float) -> tuple[Fraction, Fraction]:
     return e * (1 - EXP_MARGIN), e * (1 + EXP_MARGIN)
 
 
-def _log_ratio(r: Fraction) -> float:
+def log_ratio(r: Fraction) -> float:
     """ln r for a rational r ≥ 1, correctly rounded to double (80-digit Decimal logarithms)."""
     with localcontext() as ctx:
         ctx.prec = EXP_DIGITS
@@ -352,8 +400,9 @@ def verify_exact(R: Randomizer, *, check_sampler: bool = True, check_inputs: int
     check_sampler : bool, default True
         Run the sampler-consistency check (step 4).
     check_inputs : int, default 8
-        How many inputs the sampler check uses (at least 2, fewer for very large tables); steps
-        2–3 run on them too, and on every audit input when the table has ≤ 2^20 entries.
+        How many inputs the sampler check uses, an integer in [2, 2^20] (fewer for very large
+        tables); steps 2–3 run on them too, and on every audit input when the table has ≤ 2^20
+        entries.
 
     Returns
     -------
@@ -361,57 +410,45 @@ def verify_exact(R: Randomizer, *, check_sampler: bool = True, check_inputs: int
         ``max_log_ratio`` (ln of the exact worst ratio), ``argmax`` (u, u′, w), ``within_epsilon``,
         the check results and ``passed``.
 
+    Raises
+    ------
+    ParameterError
+        ``R`` is not a ``Randomizer``, ``check_sampler`` is not a bool, or ``check_inputs`` is
+        not an integer in [2, 2^20] (one line naming the argument).
+
     Examples
     --------
     >>> import ldp
     >>> audit = ldp.verify_exact(ldp.BinaryRandomizedResponse(1.0))
     >>> audit.passed, audit.max_log_ratio, audit.argmax  # worst case: report 1 from u = 1 vs u = 0
     (True, 1.0, (1.0, 0.0, 1.0))
-    >>> from ldp.core.randomizers import LaplaceRandomizer
+    >>> from ldp.core.laplace import LaplaceRandomizer
     >>> audit = ldp.verify_exact(LaplaceRandomizer(1.0, bound=1.0))
     >>> audit.passed, audit.method
     (False, 'not auditable: floats (continuous float outputs have no exact realized distribution; declared-density supremum 1)')
     """
+    _require_randomizer(R, "verify_exact")
+    if not isinstance(check_sampler, (bool, np.bool_)):
+        raise ParameterError(f"verify_exact: check_sampler must be True or False, got {check_sampler!r}"[:300])
+    check_inputs = require_integer("verify_exact: check_inputs", check_inputs, 2, MAX_CHECK_INPUTS, "[2, 2^20]")
     if not R.auditable or R.continuous:
-        declared = verify_declared(R)
-        return ExactAudit(
-            R.epsilon,
-            declared.max_log_ratio,
-            declared.argmax,
-            "not auditable: floats (continuous float outputs have no exact realized distribution; "
-            f"declared-density supremum {declared.max_log_ratio:.6g})",
-            within_epsilon=False,
-            auditable=False,
-        )
+        return _not_auditable(R)
     factors = R.factors()
     parts = factors if factors else [R]
-    ratio: Fraction | None = Fraction(1)
-    argmax: list[object] = []
-    for F in parts:
-        worst = _worst_ratio(F)
-        argmax.append((worst.hi_input, worst.lo_input, worst.output))
-        ratio = None if ratio is None or worst.ratio is None else ratio * worst.ratio
-    lower, _ = _exp_bounds(R.epsilon)
+    ratio, argmax = _worst_product(parts)
+    lower, _ = exp_bounds(R.epsilon)
     within = ratio is not None and ratio <= lower
-    loss = math.inf if ratio is None else _log_ratio(ratio)
+    loss = math.inf if ratio is None else log_ratio(ratio)
     norm_err, lp_err = 0.0, 0.0
     consistent: bool | None = None
     details = []
     for F in parts:
-        n_out = len(F.output_domain())  # type: ignore[arg-type]
-        pts = F.consistency_inputs(max(2, min(check_inputs, (1 << 20) // max(1, n_out))))
-        rows = [pts]
-        if len(F.audit_inputs()) * n_out <= 1 << 20:  # every worst-case input too, when the table is small
-            rows.append(F.audit_inputs())
-        for inputs in rows:
-            outputs, masses, denominator = F.realized(inputs)
-            norm_err = max(norm_err, _row_sum_error(masses, denominator))
-            lp_err = max(lp_err, _log_prob_error(F.log_prob(inputs[:, None], outputs[None, :]), masses, denominator))
-        if check_sampler:
-            ok, why = _consistent(F, pts)
+        f_norm, f_lp, ok, why = _table_checks(F, check_inputs, check_sampler)
+        norm_err, lp_err = max(norm_err, f_norm), max(lp_err, f_lp)
+        if ok is not None:
             consistent = ok if consistent is None else consistent and ok
-            if not ok:
-                details.append(why)
+        if why:
+            details.append(why)
     if factors:
         lp_err = max(lp_err, _product_log_prob_error(R, factors))
         if check_sampler:
@@ -431,6 +468,50 @@ def verify_exact(R: Randomizer, *, check_sampler: bool = True, check_inputs: int
         consistent,
         "; ".join(details),
     )
+
+
+def _not_auditable(R: Randomizer) -> ExactAudit:
+    """The audit of a float randomizer: not passed, with its declared density's supremum."""
+    declared = verify_declared(R)
+    return ExactAudit(
+        R.epsilon,
+        declared.max_log_ratio,
+        declared.argmax,
+        "not auditable: floats (continuous float outputs have no exact realized distribution; "
+        f"declared-density supremum {declared.max_log_ratio:.6g})",
+        within_epsilon=False,
+        auditable=False,
+    )
+
+
+def _worst_product(parts: list[Randomizer]) -> tuple[Fraction | None, list[object]]:
+    """The product of the factors' exact worst ratios (None: infinite) and each one's (u, u′, w)."""
+    ratio: Fraction | None = Fraction(1)
+    argmax: list[object] = []
+    for F in parts:
+        worst = _worst_ratio(F)
+        argmax.append((worst.hi_input, worst.lo_input, worst.output))
+        ratio = None if ratio is None or worst.ratio is None else ratio * worst.ratio
+    return ratio, argmax
+
+
+def _table_checks(F: Randomizer, check_inputs: int, check_sampler: bool) -> tuple[float, float, bool | None, str]:
+    """Steps 2–4 of ``verify_exact`` on one factor: (row-sum error, log_prob error, sampler
+    consistent or None when not checked, why not)."""
+    n_out = len(F.output_domain())  # type: ignore[arg-type]
+    pts = F.consistency_inputs(max(2, min(check_inputs, (1 << 20) // max(1, n_out))))
+    rows = [pts]
+    if len(F.audit_inputs()) * n_out <= 1 << 20:  # every worst-case input too, when the table is small
+        rows.append(F.audit_inputs())
+    norm_err, lp_err = 0.0, 0.0
+    for inputs in rows:
+        outputs, masses, denominator = F.realized(inputs)
+        norm_err = max(norm_err, _row_sum_error(masses, denominator))
+        lp_err = max(lp_err, _log_prob_error(F.log_prob(inputs[:, None], outputs[None, :]), masses, denominator))
+    if not check_sampler:
+        return norm_err, lp_err, None, ""
+    ok, why = _consistent(F, pts)
+    return norm_err, lp_err, ok, "" if ok else why
 
 
 def _product_log_prob_error(R: Randomizer, factors: list[Randomizer], n: int = 256, seed: int = 1) -> float:
@@ -503,8 +584,13 @@ def _analytic_supremum(R: Randomizer, domain: Interval) -> float:
 # --- statistical audit ---
 
 
-def clopper_pearson(k: int, n: int, alpha: float) -> tuple[float, float]:
-    """Two one-sided (1 − α) Clopper–Pearson bounds on a binomial proportion."""
+def clopper_pearson(k: int, n: int, alpha: float = 0.025) -> tuple[float, float]:
+    """Two one-sided (1 − α) Clopper–Pearson bounds on a binomial proportion from k of n.
+
+    Together they are the exact two-sided (1 − 2α) interval: the default α = 0.025 gives the 95 %
+    interval the separation experiment reports (Clopper & Pearson, Biometrika 26, 1934).
+    """
+    k, n = int(k), int(n)
     lower = 0.0 if k == 0 else float(stats.beta.ppf(alpha, k, n - k + 1))
     upper = 1.0 if k == n else float(stats.beta.ppf(1 - alpha, k + 1, n - k))
     return lower, upper
@@ -578,13 +664,14 @@ def audit_epsilon(
     R : Randomizer
         The randomizer to audit.
     u, u_prime : float
-        The two inputs to distinguish.
+        The two inputs to distinguish: each in R's input domain (a record of ``input_width``
+        numbers for ``record_rr``); a value outside an interval domain is refused, not clipped.
     n : int, default 100_000
-        Reports per input.
+        Reports per input, an integer in [1, 10^8].
     alpha : float, default 1e-6
-        The level of the Clopper–Pearson bounds (the false-alarm rate).
+        The level of the Clopper–Pearson bounds (the false-alarm rate), in (0, 1).
     seed : int, default 0
-        Seed of the simulated users' randomness.
+        Seed of the simulated users' randomness, an integer in [0, 2^64).
     event : callable, optional
         ``event(reports) -> bool array``: the distinguishing event; default ``best_event``.
 
@@ -594,6 +681,11 @@ def audit_epsilon(
         ``epsilon_lower_bound``, the event counts ``hits_u`` and ``hits_u_prime``, and
         ``passed`` (True unless the samples prove, at level α, a loss above ε).
 
+    Raises
+    ------
+    ParameterError
+        An argument outside what is listed above (one line naming it).
+
     Examples
     --------
     >>> import ldp
@@ -601,6 +693,15 @@ def audit_epsilon(
     >>> audit.passed, round(audit.epsilon_lower_bound, 3)  # a lower bound, close to ε = 1
     (True, 0.921)
     """
+    _require_randomizer(R, "audit_epsilon")
+    u, u_prime = _require_input(R, "u", u), _require_input(R, "u_prime", u_prime)  # type: ignore[assignment]  # a record for record_rr
+    n = require_integer("audit_epsilon: n (reports per input)", n, 1, MAX_AUDIT_SAMPLES, "[1, 10^8]")
+    if isinstance(alpha, (bool, np.bool_)) or not isinstance(alpha, (int, float, np.integer, np.floating)):
+        raise ParameterError(f"audit_epsilon: alpha must be a number in (0, 1), got {alpha!r}"[:300])
+    alpha = require_probability("audit_epsilon: alpha", alpha)
+    seed = require_integer("audit_epsilon: seed", seed, 0, (1 << 64) - 1, "[0, 2^64)")
+    if event is not None and not callable(event):
+        raise ParameterError(f"audit_epsilon: event must be a function of the reports, got {event!r}"[:300])
     event = event or best_event(R, u, u_prime)
     k1 = int(np.sum(event(sample_reports(R, u, n, seed, 1))))
     k2 = int(np.sum(event(sample_reports(R, u_prime, n, seed, 2))))

@@ -55,6 +55,7 @@ __all__ = [
     "allowance_units",
     "Charge",
     "has_repeats",
+    "contiguous_span",
 ]
 
 UNIT_BITS = 48
@@ -109,8 +110,23 @@ def has_repeats(ids: np.ndarray) -> bool:
     return bool((ordered[1:] == ordered[:-1]).any())
 
 
-def _span(ids: np.ndarray) -> tuple[int, int] | None:
-    """(lo, hi) if ids are exactly lo, lo+1, …, hi−1 (checked in cache-sized blocks), else None."""
+def contiguous_span(ids: np.ndarray) -> tuple[int, int] | None:
+    """The half-open range a list of user ids spells out, if it is one.
+
+    A charge over a contiguous range is stored as (lo, hi) instead of every id (the ledger and its
+    on-disk store, ``ldp.local.ledger_store``, both use this).
+
+    Parameters
+    ----------
+    ids : numpy.ndarray
+        User ids, in the order given.
+
+    Returns
+    -------
+    tuple of (int, int) or None
+        (lo, hi) if ids are exactly lo, lo+1, …, hi−1 (checked in cache-sized blocks), else None
+        (also for no ids).
+    """
     n = len(ids)
     if n == 0:
         return None
@@ -325,7 +341,7 @@ class Ledger:
                 self._offsets(np.array([span[0], span[1] - 1]))  # raises, naming the ledger's users
         else:
             named = np.array(users, dtype=np.int64, copy=True).reshape(-1)
-            span = _span(named)
+            span = contiguous_span(named)
         if span is not None and span[0] >= self.first_user and span[1] <= self.stop:
             # A range of users (the common case): slices, no fancy indexing.
             lo, hi = span[0] - self.first_user, span[1] - self.first_user

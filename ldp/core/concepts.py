@@ -46,6 +46,7 @@ __all__ = [
     "Referee",
     "bits_to_int",
     "int_to_bits",
+    "check_labeled_examples",
 ]
 
 
@@ -194,21 +195,67 @@ class ConjunctionConcept(Concept):
         return {"kind": "conjunction", "literals": [list(lit) for lit in self.literals]}
 
 
-def concept_from_json(data: Mapping[str, Any]) -> Concept:
-    kind = data.get("kind")
+def _json_fields(data: object, what: str, fields: Mapping[str, str]) -> dict[str, Any]:
+    """``data`` (a JSON object read from a file) as a dict holding exactly ``fields`` besides
+    "kind", each of its JSON type: "int", "float" (an int is fine too), "bits" (a list of 0/1),
+    "ints" or "pairs" (a list of [int, int]). A ParameterError names the key and what it holds."""
+    if not isinstance(data, Mapping):
+        raise ParameterError(f"{what} must be a JSON object, got {type(data).__name__}")
+    unknown = sorted(str(k) for k in data if k not in fields and k != "kind")
+    if unknown:
+        raise ParameterError(f"{what} has unknown keys {unknown}; it takes {['kind', *fields]}")
+    out: dict[str, Any] = {}
+    for key, kind in fields.items():
+        if key not in data:
+            raise ParameterError(f"{what} has no {key!r} key; it takes {['kind', *fields]}")
+        value = data[key]
+
+        def is_int(v: object) -> bool:
+            return isinstance(v, int) and not isinstance(v, bool)
+
+        ok = {
+            "int": is_int(value),
+            "float": is_int(value) or (isinstance(value, float) and math.isfinite(value)),
+            "bits": isinstance(value, list) and all(is_int(v) and v in (0, 1) for v in value),
+            "pairs": isinstance(value, list) and all(isinstance(p, list) and len(p) == 2 and all(is_int(v) for v in p) for p in value),
+        }[kind]
+        if not ok:
+            allowed = {"int": "an integer", "float": "a finite number", "bits": "a list of 0s and 1s", "pairs": "a list of [index, value] pairs of integers"}[kind]
+            raise ParameterError(f"{what} key {key!r} must be {allowed}, got {value!r}"[:300])
+        out[key] = value
+    return out
+
+
+_CONCEPT_FIELDS: dict[str, dict[str, str]] = {
+    "parity": {"r": "bits"},
+    "masked_parity": {"r": "bits", "a": "int"},
+    "point": {"p": "bits"},
+    "threshold": {"t": "int", "d": "int"},
+    "conjunction": {"literals": "pairs"},
+    "constant": {"label": "int"},
+}
+
+
+def concept_from_json(data: Mapping[str, Any], what: str = "a concept") -> Concept:
+    """The concept ``to_json`` wrote: exactly its keys, each of its type, or a ParameterError
+    naming the key (``what`` says where it was read, e.g. "population spec key 'target'")."""
+    kind = data.get("kind") if isinstance(data, Mapping) else None
+    if kind not in _CONCEPT_FIELDS:
+        if not isinstance(data, Mapping):
+            raise ParameterError(f"{what} must be a JSON object, got {type(data).__name__}")
+        raise UnknownKindError(f"{what}: unknown concept kind {kind!r}; known: {sorted(_CONCEPT_FIELDS)}")
+    f = _json_fields(data, f"{what} ({kind})", _CONCEPT_FIELDS[kind])
     if kind == "parity":
-        return ParityConcept(tuple(int(v) for v in data["r"]))
+        return ParityConcept(tuple(f["r"]))
     if kind == "masked_parity":
-        return MaskedParityConcept(tuple(int(v) for v in data["r"]), int(data["a"]))
+        return MaskedParityConcept(tuple(f["r"]), f["a"])
     if kind == "point":
-        return PointConcept(tuple(int(v) for v in data["p"]))
+        return PointConcept(tuple(f["p"]))
     if kind == "threshold":
-        return ThresholdConcept(int(data["t"]), int(data["d"]))
+        return ThresholdConcept(f["t"], f["d"])
     if kind == "conjunction":
-        return ConjunctionConcept(tuple((int(j), int(v)) for j, v in data["literals"]))
-    if kind == "constant":
-        return ConstantHypothesis(int(data["label"]))
-    raise UnknownKindError(f"unknown concept kind {kind!r}")
+        return ConjunctionConcept(tuple((j, v) for j, v in f["literals"]))
+    return ConstantHypothesis(f["label"])
 
 
 # --- distributions over features ---
@@ -292,8 +339,9 @@ class ProductBernoulli(Distribution):
     p: float
 
     def __post_init__(self) -> None:
-        if not 0.0 < self.p < 1.0:
-            raise ParameterError(f"ProductBernoulli: p must be in (0, 1), got {self.p}")
+        value = self.p
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)) or not 0.0 < value < 1.0:
+            raise ParameterError(f"ProductBernoulli: p must be a number in (0, 1), got {value!r}")
 
     def sample(self, schema: Schema, randomness: UserRandomness, target: Concept) -> np.ndarray:
         width = schema.width - 1
@@ -318,8 +366,9 @@ class PointMixture(Distribution):
     weight: float
 
     def __post_init__(self) -> None:
-        if not 0.0 < self.weight < 1.0:
-            raise ParameterError(f"PointMixture: weight must be in (0, 1), got {self.weight}")
+        value = self.weight
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)) or not 0.0 < value < 1.0:
+            raise ParameterError(f"PointMixture: weight must be a number in (0, 1), got {value!r}")
 
     def sample(self, schema: Schema, randomness: UserRandomness, target: Concept) -> np.ndarray:
         if not isinstance(target, PointConcept):
@@ -339,18 +388,29 @@ class PointMixture(Distribution):
         return {"kind": "point_mixture", "weight": self.weight}
 
 
-def distribution_from_json(data: Mapping[str, Any]) -> Distribution:
-    kind = data.get("kind")
-    if kind == "uniform":
-        return Uniform()
+_DISTRIBUTION_FIELDS: dict[str, dict[str, str]] = {"uniform": {}, "product_bernoulli": {"p": "float"}, "point_mixture": {"weight": "float"}}
+
+
+def distribution_from_json(data: Mapping[str, Any], what: str = "a distribution") -> Distribution:
+    """The distribution ``to_json`` wrote: exactly its keys, each of its type, or a
+    ParameterError naming the key."""
+    kind = data.get("kind") if isinstance(data, Mapping) else None
+    if kind not in _DISTRIBUTION_FIELDS:
+        if not isinstance(data, Mapping):
+            raise ParameterError(f"{what} must be a JSON object, got {type(data).__name__}")
+        raise UnknownKindError(f"{what}: unknown distribution kind {kind!r}; known: uniform, product_bernoulli, point_mixture")
+    f = _json_fields(data, f"{what} ({kind})", _DISTRIBUTION_FIELDS[kind])
     if kind == "product_bernoulli":
-        return ProductBernoulli(float(data["p"]))
+        return ProductBernoulli(float(f["p"]))
     if kind == "point_mixture":
-        return PointMixture(float(data["weight"]))
-    raise UnknownKindError(f"unknown distribution kind {kind!r}; known: uniform, product_bernoulli, point_mixture")
+        return PointMixture(float(f["weight"]))
+    return Uniform()
 
 
 # --- concept classes ---
+
+
+MAX_D = 1 << 16
 
 
 @dataclass(frozen=True)
@@ -380,7 +440,8 @@ class ConceptClass:
     UnknownKindError
         ``name`` is not a known class (an ``LDPError`` and a ``KeyError``).
     ParameterError
-        ``d`` is outside the range the class allows.
+        ``name`` is not a string, or ``d`` is not an integer in the range the class allows
+        (at most 2^16 for every class).
 
     Examples
     --------
@@ -401,10 +462,18 @@ class ConceptClass:
     schema: Schema = field(init=False)
 
     def __post_init__(self) -> None:
+        if not isinstance(self.name, str):
+            raise ParameterError(f"a concept class name must be a string, one of {sorted(_SCHEMAS)}; got {self.name!r}")
         if self.name not in _SCHEMAS:
             raise UnknownKindError(f"unknown concept class {self.name!r}; known: {sorted(_SCHEMAS)}")
+        if isinstance(self.d, (bool, np.bool_)) or not isinstance(self.d, (int, np.integer)):
+            raise ParameterError(f"{self.name}: d must be an integer ≥ 1, got {self.d!r}")
         if self.d < 1:
             raise ParameterError(f"{self.name}: d must be ≥ 1, got {self.d}")
+        if self.d > MAX_D:
+            # one int16 column per bit: 2^16 columns is already 128 KiB per record
+            raise ParameterError(f"{self.name}: d must be ≤ 2^16 = {MAX_D}, got {self.d}")
+        object.__setattr__(self, "d", int(self.d))
         if self.name == "masked_parity" and not 2 <= self.d <= 62:
             # KLNRS §5 take d a power of 2 so that i is log d uniform bits; i is a field with d
             # values here, so any d ≥ 2 gives the same class (≤ 62: candidates index an int64).
@@ -446,6 +515,8 @@ class ConceptClass:
         >>> target == cc.random_target(ldp.generator(0, "target"))  # same seed and labels, same target
         True
         """
+        if not isinstance(rng, np.random.Generator):
+            raise ParameterError(f"random_target needs a numpy Generator (e.g. ldp.generator(seed, 'target')), got {rng!r}")
         d = self.d
         if self.name == "parity":
             return ParityConcept(tuple(int(v) for v in rng.integers(0, 2, d)))
@@ -458,6 +529,27 @@ class ConceptClass:
         # conjunction: each variable appears positively, negatively or not, w.p. 1/4, 1/4, 1/2
         kinds = rng.integers(0, 4, d)
         return ConjunctionConcept(tuple((j, int(k)) for j, k in enumerate(kinds) if k < 2))
+
+
+    def check_target(self, target: Concept) -> None:
+        """A ParameterError unless ``target`` is a concept of this class in this dimension (or a
+        constant): what a spec read from a file must hold before records are made from it."""
+        expected = {"parity": ParityConcept, "masked_parity": MaskedParityConcept, "point": PointConcept, "threshold": ThresholdConcept, "conjunction": ConjunctionConcept}[self.name]
+        if isinstance(target, ConstantHypothesis):
+            return
+        if not isinstance(target, expected):
+            raise ParameterError(f"a {self.name} class needs a {self.name} target, got {target.to_json().get('kind')!r}")
+        d = self.d
+        if isinstance(target, (ParityConcept, MaskedParityConcept, PointConcept)):
+            bits = target.p if isinstance(target, PointConcept) else target.r
+            if len(bits) != d:
+                raise ParameterError(f"a {self.name} target in dimension d = {d} needs {d} bits, got {len(bits)}")
+        if isinstance(target, MaskedParityConcept) and target.a not in (0, 1):
+            raise ParameterError(f"a masked_parity target's bit a must be 0 or 1, got {target.a}")
+        if isinstance(target, ThresholdConcept) and (target.d != d or not 0 <= target.t <= 2**d):
+            raise ParameterError(f"a threshold target in dimension d = {d} needs d = {d} and t in [0, 2^{d}], got d = {target.d}, t = {target.t}")
+        if isinstance(target, ConjunctionConcept) and any(not 0 <= j < d or v not in (0, 1) for j, v in target.literals):
+            raise ParameterError(f"a conjunction target in dimension d = {d} needs literals [j, v] with 0 ≤ j < {d} and v in {{0, 1}}, got {[list(lit) for lit in target.literals]}")
 
 
 def _bits_schema(d: int) -> Schema:
@@ -521,6 +613,21 @@ def concept_class(name: str, d: int) -> ConceptClass:
     return ConceptClass(name, d)
 
 
+def check_labeled_examples(concept_class: object, target: object, distribution: object, label_noise: object) -> None:
+    """The one check of what defines labeled examples (x ~ D, y = c(x) flipped w.p. η), for
+    ``Referee`` and ``PopulationSpec``: a ParameterError naming the first argument of the wrong
+    type or out of range."""
+    if not isinstance(concept_class, ConceptClass):
+        raise ParameterError(f"concept_class must be a ConceptClass (e.g. concept_class('parity', 8)), got {concept_class!r}")
+    if not isinstance(target, Concept):
+        raise ParameterError(f"target must be a Concept (e.g. concept_class(...).random_target(rng)), got {target!r}")
+    if not isinstance(distribution, Distribution):
+        raise ParameterError(f"distribution must be a Distribution (e.g. Uniform()), got {distribution!r}")
+    noise = label_noise
+    if isinstance(noise, (bool, np.bool_)) or not isinstance(noise, (int, float, np.integer, np.floating)) or not 0.0 <= noise < 0.5:
+        raise ParameterError(f"label_noise must be a number in [0, 0.5), got {noise!r}")
+
+
 # --- the referee ---
 
 MAX_ENUMERATION = 1 << 22
@@ -564,6 +671,9 @@ class Referee:
     target: Concept
     distribution: Distribution = field(default_factory=Uniform)
     label_noise: float = 0.0
+
+    def __post_init__(self) -> None:
+        check_labeled_examples(self.concept_class, self.target, self.distribution, self.label_noise)
 
     def error(self, hypothesis: Hypothesis) -> float:
         """error(h) = Pr_{(x,y)~D}[h(x) ≠ y] = η + (1 − 2η)·``clean_error(h)``, exactly.
@@ -623,6 +733,8 @@ class Referee:
         >>> referee.clean_error(ConstantHypothesis(0))  # wrong only at x = p: 1/8 of the cube
         0.125
         """
+        if not isinstance(hypothesis, Hypothesis):
+            raise ParameterError(f"a hypothesis needs a vectorized predict(features) (e.g. a Concept), got {hypothesis!r}")
         closed = self._closed_form(hypothesis)
         if closed is not None:
             return closed

@@ -12,7 +12,7 @@ Files
   Completely blank lines are skipped and are not rows. Columns the records do not use are ignored
   (but every row must have as many cells as the header).
 * **Parquet** (``*.parquet``, ``*.pq``, or any file that starts with ``PAR1``): needs pyarrow, the
-  ``parquet`` extra (``pip install 'ldp[parquet]'``). Used columns may be integer, boolean (0/1),
+  ``parquet`` extra (``pip install 'ldp-sim[parquet]'``). Used columns may be integer, boolean (0/1),
   floating point holding whole numbers, or strings read as in a CSV file. ``records()`` reads only
   the row groups and columns it needs.
 
@@ -23,24 +23,45 @@ Schema file (JSON)
 ------------------
 ::
 
-    {"fields": [
+    {"format": 1, "fields": [
         {"name": "x", "length": 3, "low": 0, "high": 1},
         {"name": "y", "low": -1, "high": 1, "step": 2, "columns": ["label"]}
     ]}
+
+``format`` is the layout's version (``SCHEMA_FORMAT``, 1): another value, an unknown key, a
+missing key or a wrong type is refused naming the key. A file without ``format`` (written before
+format 1) is read deliberately, as before, so that declared schemas keep working.
 
 Keys of a field: ``name`` (an identifier, required), ``length`` (default 1), ``low`` (default 0),
 ``high`` (default 1), ``step`` (default 1) — the meaning of ``ldp.core.schema.Field`` — and
 optionally ``columns``: the ``length`` file columns holding the field, in order. Without
 ``columns`` a field of length 1 is read from the column named like the field, and a field ``x`` of
-length L from columns ``x_0 .. x_{L−1}``. The bare list that ``Schema.to_json()`` writes is
-accepted too. ``schema_to_json`` writes this format (e.g. to save an inferred schema and edit it).
+length L from columns ``x_0 .. x_{L−1}``. The bare list that ``Schema.to_json()`` writes (the
+public description's layout, unversioned) is accepted too. ``schema_to_json`` writes this format
+(e.g. to save an inferred schema and edit it).
 
-Inference
----------
-Without a schema, every chosen column (default: all, in file order) becomes a field of length 1
-named like the column, with low = min, high = max and step = the gcd of the differences between
-its values (a ±1 label becomes low −1, high 1, step 2). A constant column c becomes c..c+1 (or
-c−1..c when c = 32767), as a field needs low < high. Values must fit int16.
+Inference, and why a served schema must be declared
+---------------------------------------------------
+Without a schema, ``load_data`` infers one for use in this process: every chosen column (default:
+all, in file order) becomes a field of length 1 named like the column, with low = min, high = max
+and step = the gcd of the differences between its values (a ±1 label becomes low −1, high 1,
+step 2). A constant column c becomes c..c+1 (or c−1..c when c = 32767), as a field needs
+low < high. Values must fit int16.
+
+Such a schema is computed from the data's values: a one-row file ``37,1,52`` gives ranges
+37..38, 1..2, 52..53, the whole record. The schema is public (the aggregator reads it in
+``Ready`` before any ε is spent), so an inferred one must never be served (docs/design.md §2a,
+invariant I3). A ``DataPopulation`` remembers whether its schema was declared
+(``schema_declared``); ``public_description`` and ``require_declared_schema`` refuse an
+inferred one with ``undeclared_schema_message``, and so do ``ClientConfig`` (a data file without
+``schema_path``) and ``Shard.description``, the only way a description reaches the wire.
+
+To write one: ``ldp-sim schema infer FILE > schema.json`` (``draft_schema``) runs on the user's
+machine and writes a *draft* that does not copy the data's extremes: each column's range is
+widened to 0..2^k−1 (or −(2^k−1)..2^k−1 when it holds negative values) for the smallest k ≥ 1
+that covers the values, with step 1. The draft still tells how large the values are; the user
+widens each range to the column's public range (e.g. ages 0..120) before declaring it with
+``--schema schema.json``.
 
 Errors
 ------
@@ -59,6 +80,7 @@ import hashlib
 import io
 import json
 import os
+import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -67,6 +89,7 @@ from typing import Any, Union
 import numpy as np
 
 from ldp.core.errors import ParameterError
+from ldp.core.file_format import check_keys, read_format
 from ldp.core.schema import RECORD_DTYPE, Field, Schema
 
 __all__ = [
@@ -78,6 +101,12 @@ __all__ = [
     "read_schema_file",
     "schema_to_json",
     "default_columns",
+    "SchemaDraft",
+    "ColumnRange",
+    "draft_schema",
+    "draft_range",
+    "undeclared_schema_message",
+    "SCHEMA_FORMAT",
 ]
 
 INT16_LOW, INT16_HIGH = -(2**15), 2**15 - 1
@@ -85,6 +114,9 @@ _CHUNK_ROWS = 1 << 16
 _PARQUET_SUFFIXES = (".parquet", ".pq")
 _FIELD_KEYS = ("name", "length", "low", "high", "step", "columns")
 _IDENTITY_TAG = b"ldp.datafile/v1\n"
+SCHEMA_FORMAT = 1  # the schema-file layout schema_to_json writes and parse_schema_json reads
+_SCHEMA_KEYS = ("format", "fields")
+_REWRITE_SCHEMA = "write it again with this version's `ldp-sim schema infer FILE`, or set \"format\": 1 by hand"
 
 PathLike = Union[str, "os.PathLike[str]"]
 SchemaLike = Union[Schema, str, "os.PathLike[str]", Mapping[str, Any], Sequence[Mapping[str, Any]], None]
@@ -109,18 +141,24 @@ def _require_int(where: str, key: str, value: Any) -> int:
 
 
 def parse_schema_json(data: Any) -> tuple[Schema, tuple[str, ...]]:
-    """A schema and its file columns (one per schema column) from the schema-file format."""
+    """A schema and its file columns (one per schema column) from the schema-file format.
+
+    Format ``SCHEMA_FORMAT`` (1) is ``{"format": 1, "fields": [...]}``: both keys, no other.
+    Without ``format`` (files written before format 1: ``{"fields": [...]}``, or the bare list
+    of ``Schema.to_json()``) the file is still read, deliberately, so that the schemas users
+    already declared keep working (their populations keep their identity and ledgers); unknown
+    keys are refused there too. Another ``format``, an unknown or missing key, or a wrong type is
+    a one-line ParameterError naming the key (``ldp.core.file_format``).
+    """
     if isinstance(data, Mapping):
-        extra = sorted(set(data) - {"fields"})
-        if extra:
-            raise ParameterError(f"schema: unknown key(s) {extra}; a schema is {{\"fields\": [...]}}")
-        if "fields" not in data:
-            raise ParameterError('schema: missing "fields" (a schema is {"fields": [{"name": ..., ...}, ...]})')
+        version = read_format(data, what="schema", version=SCHEMA_FORMAT, rewrite=_REWRITE_SCHEMA)
+        required = _SCHEMA_KEYS if version is not None else ("fields",)
+        check_keys(data, what="schema", version=SCHEMA_FORMAT, known=_SCHEMA_KEYS, required=required)
         items = data["fields"]
     else:
         items = data
     if isinstance(items, (str, bytes)) or not isinstance(items, Sequence):
-        raise ParameterError(f'schema: "fields" must be a list of field objects, got {type(items).__name__}')
+        raise ParameterError(f"schema key 'fields' must be a list of field objects, got {type(items).__name__}")
     fields: list[Field] = []
     columns: list[str] = []
     for k, item in enumerate(items):
@@ -181,7 +219,8 @@ def read_schema_file(path: PathLike) -> tuple[Schema, tuple[str, ...]]:
 
 
 def schema_to_json(schema: Schema, columns: Sequence[str] | None = None) -> dict[str, Any]:
-    """The schema-file format; ``columns`` are written per field only where they differ from the default."""
+    """The schema-file format (``{"format": 1, "fields": [...]}``); ``columns`` are written per
+    field only where they differ from the default."""
     cols = tuple(columns) if columns is not None else default_columns(schema)
     if len(cols) != schema.width:
         raise ParameterError(f"schema has {schema.width} columns, got {len(cols)} column names")
@@ -194,7 +233,7 @@ def schema_to_json(schema: Schema, columns: Sequence[str] | None = None) -> dict
             d["columns"] = mine
         out.append(d)
         start += f.length
-    return {"fields": out}
+    return {"format": SCHEMA_FORMAT, "fields": out}
 
 
 def _require_unique_columns(columns: Sequence[str], where: str) -> None:
@@ -454,7 +493,7 @@ def _pyarrow(display: str) -> tuple[Any, Any]:
         import pyarrow.parquet as pq
     except ImportError:
         raise ParameterError(
-            f"{display}: reading Parquet needs pyarrow; install the parquet extra: pip install 'ldp[parquet]'"
+            f"{display}: reading Parquet needs pyarrow; install the parquet extra: pip install 'ldp-sim[parquet]'"
         ) from None
     return pa, pq
 
@@ -604,6 +643,11 @@ class DataPopulation:
     ``identity`` is the SHA-256 (hex) of the file's bytes, the schema and the file columns read:
     the same data under the same schema gives the same identity (the ledger key), wherever the
     file lies. Build one with ``load_data``, which checks every value.
+
+    ``schema_declared`` is False when ``load_data`` inferred the schema from the values: such a
+    population may be used in this process, but its schema is a summary of the data (min, max,
+    gcd), so it is never described to an aggregator (``require_declared_schema``; invariant I3
+    of docs/design.md §2a). A population built by hand declares the schema it is given.
     """
 
     path: Path
@@ -612,12 +656,26 @@ class DataPopulation:
     identity: str
     columns: tuple[str, ...]  # the file column behind each schema column
     format: str  # "csv" or "parquet"
+    schema_declared: bool = True
     _matrix: np.ndarray | None = field(default=None, repr=False, compare=False)
     _stat: tuple[int, int] | None = field(default=None, repr=False, compare=False)
     _row_groups: tuple[int, ...] = field(default=(), repr=False, compare=False)
 
+    def require_declared_schema(self) -> None:
+        """Raise ``ParameterError`` (``undeclared_schema_message``) unless the schema was declared.
+
+        Called wherever a description of this data is built for an aggregator
+        (``public_description``, ``ldp.local.shard.Shard.description``): an inferred schema is
+        computed from the values and would leave before any charge (invariant I3).
+        """
+        if not self.schema_declared:
+            raise ParameterError(undeclared_schema_message(self.path))
+
     def public_description(self) -> dict[str, Any]:
-        """All the aggregator may learn: the schema and the number of users."""
+        """All the aggregator may learn: the declared schema and the number of users.
+
+        Raises ``ParameterError`` for an inferred schema (``require_declared_schema``)."""
+        self.require_declared_schema()
         return {"schema": self.schema.to_json(), "size": int(self.size)}
 
     def records(self, first_user: int, count: int) -> np.ndarray:
@@ -736,7 +794,9 @@ def load_data(path: PathLike, schema: SchemaLike = None, *, columns: Sequence[st
     schema : Schema, str, os.PathLike, mapping, sequence of mappings or None, default None
         A ``Schema``, a path to a JSON schema file, or its parsed JSON; None infers one
         (``infer_schema``: each column a field of length 1 with low = min, high = max,
-        step = the gcd of the differences).
+        step = the gcd of the differences) for use in this process only: the result's
+        ``schema_declared`` is False and no aggregator is ever told it
+        (``DataPopulation.require_declared_schema``).
     columns : sequence of str, optional
         The file columns to read, one per schema column in order (default: the schema's
         ``columns`` or ``default_columns``); without a schema, the columns to infer fields from
@@ -745,7 +805,8 @@ def load_data(path: PathLike, schema: SchemaLike = None, *, columns: Sequence[st
     Returns
     -------
     DataPopulation
-        The checked records, with ``schema``, ``size``, ``identity`` and ``records(first, count)``.
+        The checked records, with ``schema``, ``size``, ``identity``, ``schema_declared`` and
+        ``records(first, count)``.
 
     Raises
     ------
@@ -783,6 +844,7 @@ def load_data(path: PathLike, schema: SchemaLike = None, *, columns: Sequence[st
         identity=identity,
         columns=names,
         format=fmt,
+        schema_declared=schema is not None,
         _matrix=matrix,
         _stat=table.stat,
         _row_groups=table.row_groups,
@@ -793,6 +855,102 @@ def infer_schema(path: PathLike, columns: Sequence[str] | None = None) -> Schema
     """A schema for the integer columns ``columns`` (default: all) of a CSV or Parquet file.
 
     Each column becomes a field of length 1 named like it: low = min, high = max, step = gcd of
-    the differences. Save it with ``schema_to_json`` to declare (and edit) it later.
+    the differences. It summarizes the values, so it is for this process only; a schema to
+    declare (and serve) is written by ``draft_schema`` and widened by the user.
     """
     return _load(path, None, columns)[2]
+
+
+def undeclared_schema_message(path: PathLike) -> str:
+    """The one-line refusal to serve a data file without a declared schema (invariant I3)."""
+    shown = shlex.quote(str(path))
+    return (
+        f"the data file {str(path)!r} has no declared schema: a schema inferred from it would tell the aggregator "
+        f"the min, max and step of every column before any ε is spent. Write a draft with "
+        f"`ldp-sim schema infer {shown} > schema.json`, widen each range to the column's public range, "
+        "and declare it with --schema schema.json (ClientConfig(schema_path=...) from Python)"
+    )
+
+
+@dataclass(frozen=True)
+class ColumnRange:
+    """What a column of the file holds: its min, max and the gcd of the differences (0: constant).
+
+    Computed from the values: shown to the user who reviews a draft, never sent anywhere."""
+
+    column: str
+    low: int
+    high: int
+    step: int
+
+
+@dataclass(frozen=True)
+class SchemaDraft:
+    """A schema for the user to review, widen and then declare (``draft_schema``).
+
+    ``schema`` is the draft (one field per column, ranges widened by ``draft_range``, step 1);
+    ``observed`` what each column holds (for the review, on the user's machine only).
+    """
+
+    path: Path
+    rows: int
+    schema: Schema
+    columns: tuple[str, ...]
+    observed: tuple[ColumnRange, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        """The schema-file format (``schema_to_json``)."""
+        return schema_to_json(self.schema, self.columns)
+
+    def text(self) -> str:
+        """The schema file, one field per line (easy to review and edit), ending in a newline."""
+        fields = self.to_json()["fields"]
+        return f'{{"format": {SCHEMA_FORMAT}, "fields": [\n' + ",\n".join("  " + json.dumps(f) for f in fields) + "\n]}\n"
+
+
+def draft_range(low: int, high: int) -> tuple[int, int]:
+    """The range a draft declares for values low..high: 0..2^k−1, or −(2^k−1)..2^k−1 when low < 0,
+    for the smallest k ≥ 1 that holds them (clipped to int16).
+
+    Why: the draft is a starting point the user may publish unchanged; unlike min..max it does
+    not reveal the extremes (a one-row file's record), only their magnitude (k).
+
+    >>> draft_range(37, 37), draft_range(1, 1), draft_range(-1, 1), draft_range(2007, 2009)
+    ((0, 63), (0, 1), (-1, 1), (0, 2047))
+    """
+    k = max(1, (high if low >= 0 else max(-low, high)).bit_length())
+    return (0 if low >= 0 else max(-(2**k - 1), INT16_LOW)), min(2**k - 1, INT16_HIGH)
+
+
+def draft_schema(path: PathLike, columns: Sequence[str] | None = None) -> SchemaDraft:
+    """A draft schema for the integer columns ``columns`` (default: all) of a CSV or Parquet file.
+
+    What ``ldp-sim schema infer FILE`` writes, on the user's machine: each column a field of
+    length 1 named like it, its range widened (``draft_range``) and step 1, so that the draft
+    does not carry the data's min, max or gcd. The user reviews it against ``observed``, widens
+    each range to the column's public range, and declares it (``--schema``). Every value is
+    checked as ``load_data`` checks it (a bad cell is a ``ParameterError`` naming it).
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> folder = tempfile.TemporaryDirectory()
+    >>> path = pathlib.Path(folder.name) / "one.csv"
+    >>> _ = path.write_text("age,flag,income\\n37,1,52\\n")
+    >>> draft = draft_schema(path)
+    >>> [(f.name, f.low, f.high, f.step) for f in draft.schema]
+    [('age', 0, 63, 1), ('flag', 0, 1, 1), ('income', 0, 63, 1)]
+    >>> draft.observed[0]
+    ColumnRange(column='age', low=37, high=37, step=0)
+    >>> folder.cleanup()
+    """
+    p, _, _, names, table, _ = _load(path, None, columns)
+    assert table.matrix is not None  # inference keeps the values (CSV and Parquet alike)
+    fields: list[Field] = []
+    observed: list[ColumnRange] = []
+    for k, name in enumerate(names):
+        col = table.matrix[:, k].astype(np.int64)
+        low, high = int(col.min()), int(col.max())
+        observed.append(ColumnRange(name, low, high, int(np.gcd.reduce(col - low))))
+        fields.append(Field(name, 1, *draft_range(low, high)))
+    return SchemaDraft(p, table.size, Schema(tuple(fields)), tuple(names), tuple(observed))

@@ -17,6 +17,9 @@ __all__ = [
     "require_epsilon",
     "require_positive_finite",
     "require_probability",
+    "require_integer",
+    "require_deadline",
+    "MAX_DEADLINE_S",
 ]
 
 
@@ -122,4 +125,40 @@ def require_probability(name: str, value: object, *, low: float = 0.0, high: flo
         raise ParameterError(f"{name} must be a number in ({low:g}, {high:g}), got {value!r}") from None
     if not low < x < high:
         raise ParameterError(f"{name} must be in ({low:g}, {high:g}), got {x!r}")
+    return x
+
+
+def require_integer(name: str, value: object, low: int, high: int | None = None, allowed: str | None = None) -> int:
+    """``value`` as an int if it is an integer (a Python or numpy integer, not a bool, a float or
+    a string) in [low, high] (``high=None``: no upper limit), else a ParameterError naming it and
+    the range (``allowed`` is how the range reads in the message, e.g. "[0, 2^64)")."""
+    import numpy as np  # here, not at the top: errors is imported by everything, numpy is heavy
+
+    bounds = f"in {allowed or f'[{low}, {high}]'}" if allowed or high is not None else f"≥ {low}"
+    if (
+        isinstance(value, (bool, np.bool_))
+        or not isinstance(value, (int, np.integer))
+        or value < low
+        or (high is not None and value > high)
+    ):
+        raise ParameterError(f"{name} must be an integer {bounds}, got {value!r}")
+    return int(value)
+
+
+# A round deadline (or a wait) longer than about 11.5 days is a typo, not a plan: the command
+# line refuses it too (ldp.cli.main.MAX_SECONDS).
+MAX_DEADLINE_S = 1e6
+
+
+def require_deadline(value: object, name: str = "deadline_s") -> float:
+    """Validate a round deadline in seconds: a finite number in (0, 10^6] (this rejects 0,
+    negatives, NaN, ±inf, strings and bools), wherever a round is built or decoded."""
+    if isinstance(value, (str, bytes, bool)) or value is None:
+        raise ParameterError(f"{name} must be a finite number of seconds in (0, 10^6], got {value!r}")
+    try:
+        x = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise ParameterError(f"{name} must be a finite number of seconds in (0, 10^6], got {value!r}") from None
+    if not (math.isfinite(x) and 0 < x <= MAX_DEADLINE_S):
+        raise ParameterError(f"{name} must be a finite number of seconds in (0, 10^6], got {x!r}")
     return x

@@ -18,7 +18,7 @@ estimate stays unbiased whatever the rounding of the cells); ``project_simplex``
 consistency post-processing (Euclidean projection onto the probability simplex), offered
 separately: it is biased, the raw estimate is not.
 
-Kinds (registered in ``ldp.core.randomizers``, built from a query's finite values like ``kary_rr``):
+Kinds (registered here with ``@register_randomizer``, built from a query's finite values like ``kary_rr``):
 
 - ``oue``  optimized unary encoding (Wang et al. 2017 §4.3): k bits, the input's bit is 1 w.p. 1/2,
            every other bit w.p. q ≈ 1/(e^ε + 1). Reports: the k bits packed (uint8 rows).
@@ -38,7 +38,8 @@ Kinds (registered in ``ldp.core.randomizers``, built from a query's finite value
 - ``adaptive_fo``  k-ary randomized response when k − 2 < 3e^ε (its variance is then the smaller,
            Wang et al. 2017 §5), else OLH (or OUE, ``params={"prefer": "oue"}``): ``choose_oracle``.
 
-Exactness (docs/audit.md). Every sampler compares integers from its per-user 64-bit draws with
+Exactness (docs/audit.md). The audits named below (``verify_structure``, ``enumerated``) live in
+the audit layer, ``ldp.core.audit_structure``. Every sampler compares integers from its per-user 64-bit draws with
 integer cells, as ``rr_cells`` does; no float threshold is ever compared with a draw.
 
 - Unary encodings: bit j is decided by chunk (j mod c) of draw ⌊j/c⌋, a b-bit integer X_j
@@ -76,11 +77,12 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ldp.core.audit import ExactAudit, FixedRandomness, _exp_bounds, _log_ratio, verify_exact
 from ldp.core.errors import ParameterError, require_epsilon
 from ldp.core.fourier import walsh_hadamard
-from ldp.core.randomizers import TWO64, KaryRandomizedResponse, Randomizer, _rr_draw, ceil_share, rr_cells
+from ldp.core.queries import Query
+from ldp.core.randomizer_base import TWO64, Randomizer, SpecView, ceil_share, check_params, register_randomizer, rr_cells, rr_draw
 from ldp.core.rng import Draws
+from ldp.core.rr_mechanisms import KaryRandomizedResponse
 
 __all__ = [
     "FrequencyOracle",
@@ -96,8 +98,7 @@ __all__ = [
     "project_simplex",
     "walsh_hadamard",
     "build_frequency_oracle",
-    "verify_structure",
-    "enumerated",
+    "UnaryEncoding",
     "MAX_CATEGORIES",
 ]
 
@@ -240,7 +241,7 @@ def choose_oracle(k: int, epsilon: float, prefer: str = "olh") -> str:
 
 
 @dataclass(frozen=True)
-class _UnaryEncoding(FrequencyOracle):
+class UnaryEncoding(FrequencyOracle):
     """k bits, bit j = 1[X_j < T_j] on b-bit chunks of the draws (module docstring)."""
 
     epsilon: float
@@ -349,7 +350,7 @@ class _UnaryEncoding(FrequencyOracle):
 
 
 @functools.lru_cache(maxsize=1024)
-def _chunk_bits(cls: type[_UnaryEncoding], epsilon: float) -> int:
+def _chunk_bits(cls: type[UnaryEncoding], epsilon: float) -> int:
     for b in (16, 32):
         try:
             t_in, t_out = cls._cells(epsilon, b)
@@ -371,14 +372,14 @@ def _binary_cells(total: int, epsilon: float | Fraction, kind: str) -> int:
 
 
 @dataclass(frozen=True)
-class OptimizedUnaryEncoding(_UnaryEncoding):
+class OptimizedUnaryEncoding(UnaryEncoding):
     """Optimized unary encoding (Wang et al. 2017 §4.3), exact on integer cells.
 
     The input's bit is 1 w.p. exactly 1/2, every other bit w.p. T_out/2^b, T_out = ⌈2^b/(e^ε+1)⌉:
     privacy loss ln((2^b − T_out)/T_out) ≤ ε exactly (module docstring, ``verify_structure``).
     Estimator: p* = 1/2, q* = T_out/2^b; Var f̂ ≈ 4e^ε/(n(e^ε − 1)²) at f → 0.
 
-    >>> import ldp
+    >>> from ldp.core.audit_structure import verify_structure
     >>> R = OptimizedUnaryEncoding(1.0, tuple(range(16)))
     >>> R.chunk_bits, [round(float(x), 4) for x in R.bit_probabilities()]
     (16, [0.5, 0.269])
@@ -394,7 +395,7 @@ class OptimizedUnaryEncoding(_UnaryEncoding):
 
 
 @dataclass(frozen=True)
-class SymmetricUnaryEncoding(_UnaryEncoding):
+class SymmetricUnaryEncoding(UnaryEncoding):
     """Symmetric unary encoding, basic one-time RAPPOR (Erlingsson et al. 2014), exact.
 
     Every bit is flipped with the same probability: the input's bit is 1 w.p. (2^b − T)/2^b, every
@@ -499,7 +500,7 @@ class OptimizedLocalHashing(FrequencyOracle):
             out[:, r] = randomness.bits(1 + r) >> shift
         hashed = self.hash(out[:, :l_], idx)
         a, b = self.cell_sizes
-        out[:, l_] = _rr_draw(hashed, randomness.bits(0), a, b)
+        out[:, l_] = rr_draw(hashed, randomness.bits(0), a, b)
         return out
 
     def log_prob(self, u: np.ndarray | float, w: np.ndarray | float) -> np.ndarray:
@@ -793,7 +794,7 @@ class SubsetSelection(FrequencyOracle):
             return np.where(size == d, np.where(has, log_in, log_out), -np.inf)
 
     def support_counts(self, reports: np.ndarray) -> np.ndarray:
-        return _UnaryEncoding.support_counts(self, reports)  # type: ignore[arg-type]
+        return UnaryEncoding.support_counts(self, reports)  # type: ignore[arg-type]
 
     def draw_cells(self, u: float) -> list[np.ndarray]:
         cells = [np.array([0, self.cell_sizes[0]], dtype=np.uint64)]
@@ -802,7 +803,7 @@ class SubsetSelection(FrequencyOracle):
             cells.append(np.array([-(-i * TWO64 // m) for i in range(m)], dtype=np.uint64))
         return cells
 
-    def _ordered_masses(self, x: int) -> dict[bytes, int]:
+    def ordered_masses(self, x: int) -> dict[bytes, int]:
         """Per packed report, its exact mass over 2^{64(d+1)}: every sequence of pick cells,
         through the same shuffle, by enumeration (small k)."""
         k, d = self.k, self.subset_size
@@ -835,281 +836,21 @@ def _log_comb(n: int, r: int) -> float:
     return math.lgamma(n + 1) - math.lgamma(r + 1) - math.lgamma(n - r + 1)
 
 
-# --- the exact audits: by structure (any k) and by enumeration (small k) ---
-
-
-class _VirtualRandomness:
-    """Unary encodings on the audit's terms: virtual draw j's top b bits become chunk j mod c of
-    real draw ⌊j/c⌋ — a fixed relabelling of the randomness, so the cells of every virtual draw
-    are intervals [0, T_j·2^{64−b}) and [T_j·2^{64−b}, 2^64) and ``verify_exact`` can enumerate."""
-
-    def __init__(self, virtual: Draws, b: int, k: int) -> None:
-        self.virtual, self.b, self.k = virtual, b, k
-        self.users = virtual.users
-
-    def bits(self, draw: int = 0) -> np.ndarray:
-        c = 64 // self.b
-        out = np.zeros(len(self.users), dtype=np.uint64)
-        for i in range(c):
-            j = draw * c + i
-            if j < self.k:
-                chunk = self.virtual.bits(j) >> np.uint64(64 - self.b)
-                out |= chunk << np.uint64(self.b * i)
-        return out
-
-    def uniform(self, draw: int = 0) -> np.ndarray:  # pragma: no cover - the samplers read bits only
-        raise NotImplementedError
-
-
-@dataclass(frozen=True)
-class _Enumerated(Randomizer):
-    """A frequency oracle with few reports, seen with scalar outputs (the index of each report in
-    an enumeration) so that ``verify_exact`` runs on it unchanged: realized table, exact ratio,
-    log_prob, and the sampler fed its cell boundaries. Small k only (``enumerated``)."""
-
-    inner: FrequencyOracle
-    kind: ClassVar[str] = "enumerated"
-
-    @property
-    def epsilon(self) -> float:  # type: ignore[override]
-        return self.inner.epsilon
-
-    def _rows(self) -> np.ndarray:
-        R = self.inner
-        if isinstance(R, (_UnaryEncoding, SubsetSelection)):
-            ints = np.arange(1 << R.k, dtype=np.int64)
-            bits = ((ints[:, None] >> np.arange(R.k)[None, :]) & 1).astype(bool)
-            return np.packbits(bits, axis=1)
-        if isinstance(R, OptimizedLocalHashing):
-            grids = np.meshgrid(*([np.arange(1 << R.m)] * R.l + [np.arange(R.g)]), indexing="ij")
-            return np.stack([g.ravel() for g in grids], axis=1).astype(np.uint16)
-        raise ParameterError(f"no enumeration for {type(R).__name__}")
-
-    def _index_of(self, reports: np.ndarray) -> np.ndarray:
-        rows = self._rows()
-        keys = {r.tobytes(): i for i, r in enumerate(rows)}
-        w = np.asarray(reports).astype(rows.dtype)
-        return np.array([keys.get(r.tobytes(), -1) for r in w], dtype=np.float64)
-
-    def input_domain(self) -> np.ndarray:
-        return self.inner.input_domain()
-
-    def output_domain(self) -> np.ndarray:
-        return np.arange(len(self._rows()), dtype=np.float64)
-
-    def sample(self, inputs: np.ndarray, randomness: Draws) -> np.ndarray:
-        R = self.inner
-        if isinstance(R, _UnaryEncoding):
-            randomness = _VirtualRandomness(randomness, R.chunk_bits, R.k)
-        return self._index_of(R.sample(inputs, randomness))
-
-    def log_prob(self, u: np.ndarray | float, w: np.ndarray | float) -> np.ndarray:
-        rows = self._rows()[np.asarray(w).astype(np.int64)]
-        return self.inner.log_prob(u, rows)
-
-    def realized(self, inputs: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
-        R = self.inner
-        rows = self._rows()
-        u = np.asarray(inputs, dtype=np.float64).ravel()
-        idx = R._index(u)
-        masses = np.empty((len(u), len(rows)), dtype=object)
-        if isinstance(R, _UnaryEncoding):
-            b = R.chunk_bits
-            t_in, t_out = R.thresholds
-            bits = np.unpackbits(rows, axis=1, count=R.k)
-            for i, x in enumerate(idx):
-                t = np.full(R.k, t_out, dtype=object)
-                t[x] = t_in
-                per = np.where(bits == 1, t[None, :], (1 << b) - t[None, :])
-                masses[i] = [math.prod(int(v) for v in row) for row in per]
-            return self.output_domain(), masses, 1 << (b * R.k)
-        if isinstance(R, SubsetSelection):
-            keys = {r.tobytes(): j for j, r in enumerate(rows)}
-            for i, x in enumerate(idx):
-                masses[i] = [0] * len(rows)
-                for key, mass in R._ordered_masses(int(x)).items():
-                    masses[i, keys[key]] = mass
-            return self.output_domain(), masses, 1 << (64 * (R.subset_size + 1))
-        assert isinstance(R, OptimizedLocalHashing)
-        a, b_ = R.cell_sizes
-        seed_mass = 1 << (64 - R.m)  # each hash row: one of 2^m equal intervals of its draw
-        for i, x in enumerate(idx):
-            keep = R.hash(rows[:, : R.l], np.asarray(x, dtype=np.int64)) == rows[:, R.l]
-            masses[i] = [(a if kk else b_) * seed_mass**R.l for kk in keep]
-        return self.output_domain(), masses, 1 << (64 * (R.l + 1))
-
-    def draw_cells(self, u: float) -> list[np.ndarray]:
-        R = self.inner
-        if isinstance(R, SubsetSelection):
-            return R.draw_cells(u)
-        if isinstance(R, _UnaryEncoding):
-            b = R.chunk_bits
-            t_in, t_out = R.thresholds
-            x = int(R._index(np.array([u]))[0])
-            return [np.array([0, (t_in if j == x else t_out) << (64 - b)], dtype=np.uint64) for j in range(R.k)]
-        assert isinstance(R, OptimizedLocalHashing)
-        a, b_ = R.cell_sizes
-        grr = np.array([0] + [a + i * b_ for i in range(R.g - 1)], dtype=np.uint64)
-        seed = np.arange(1 << R.m, dtype=np.uint64) * np.uint64(1 << (64 - R.m))
-        return [grr] + [seed] * R.l
-
-
-def enumerated(R: FrequencyOracle) -> Randomizer:
-    """R with every report enumerated (2^k for unary encodings and subsets, 2^{ml}·g for OLH), for
-    ``verify_exact`` on small k. Refuses more than 2^16 reports."""
-    if isinstance(R, (_UnaryEncoding, SubsetSelection)):
-        size = 1 << R.k if R.k < 64 else math.inf
-    elif isinstance(R, OptimizedLocalHashing):
-        size = (1 << (R.m * R.l)) * R.g
-    else:
-        raise ParameterError(f"{type(R).__name__} needs no enumeration: verify_exact audits it directly")
-    if size > 1 << 16:
-        raise ParameterError(f"{R.kind} with k={R.k} has {size} reports; enumerate a smaller instance")
-    return _Enumerated(R)
-
-
-def _structure_probe(R: FrequencyOracle, seed: int = 7) -> str:
-    """Feed the real sampler boundary and random draws; '' or what disagrees with the structure."""
-    rng = np.random.default_rng(seed)
-    n = int(min(4096, max(64, (1 << 21) // R.k)))
-    x = rng.integers(0, R.k, n)
-    inputs = np.asarray(R.categories)[x]
-    if isinstance(R, _UnaryEncoding):
-        b, c = R.chunk_bits, 64 // R.chunk_bits
-        t_in, t_out = R.thresholds
-        words = -(-R.k // c)
-        bits = {d: rng.integers(0, 2**63, n, dtype=np.uint64) * np.uint64(2) + rng.integers(0, 2, n, dtype=np.uint64) for d in range(words)}
-        # put each user's own chunk, and one other chunk, right at a threshold (T − 1 or T)
-        for target, t in ((x, t_in), ((x + 1 + rng.integers(0, R.k - 1, n)) % R.k, t_out)):
-            value = np.uint64(t) - rng.integers(0, 2, n, dtype=np.uint64)
-            for d in range(words):
-                hit = target // c == d
-                shift = (np.uint64(b) * (target % c).astype(np.uint64))[hit]
-                mask = np.uint64((1 << b) - 1) << shift if b < 64 else np.full(int(hit.sum()), np.uint64(2**64 - 1))
-                bits[d][hit] = (bits[d][hit] & ~mask) | (value[hit] << shift)
-        got = np.unpackbits(R.sample(inputs, FixedRandomness(bits, n)), axis=1, count=R.k).astype(bool)
-        j = np.arange(R.k)
-        chunk = np.stack([(bits[jj // c] >> np.uint64(b * (jj % c))) & np.uint64((1 << b) - 1) if b < 64 else bits[jj // c] for jj in range(R.k)], axis=1)
-        want = chunk < np.where(j[None, :] == x[:, None], np.uint64(t_in), np.uint64(t_out))
-        if not np.array_equal(got, want):
-            return "a bit of the sampler is not 1[its own chunk < its threshold]"
-        return ""
-    if isinstance(R, OptimizedLocalHashing):
-        a, b_ = R.cell_sizes
-        starts = np.array([0] + [a + i * b_ for i in range(R.g - 1)], dtype=object)
-        edges = np.array([int(s) for s in starts] + [int(s) - 1 for s in starts[1:]] + [TWO64 - 1], dtype=np.uint64)
-        bits = {0: np.where(rng.integers(0, 2, n) == 1, edges[rng.integers(0, len(edges), n)], rng.integers(0, 2**63, n, dtype=np.uint64) * np.uint64(2))}
-        for r in range(R.l):
-            bits[1 + r] = rng.integers(0, 2**63, n, dtype=np.uint64) * np.uint64(2) + rng.integers(0, 2, n, dtype=np.uint64)
-        got = R.sample(inputs, FixedRandomness(bits, n)).astype(np.int64)
-        rows = np.stack([(bits[1 + r] >> np.uint64(64 - R.m)).astype(np.int64) for r in range(R.l)], axis=1)
-        hashed = np.zeros(n, dtype=np.int64)
-        for r in range(R.l):  # the hash by definition, bit by bit
-            dot = np.zeros(n, dtype=np.int64)
-            for bit in range(R.m):
-                dot ^= (rows[:, r] >> bit) & (x >> bit) & 1
-            hashed |= dot << r
-        y = _rr_draw(hashed, bits[0], a, b_)
-        if not np.array_equal(got[:, : R.l], rows):
-            return "the reported hash is not the top m bits of its draws"
-        if not np.array_equal(got[:, R.l], y):
-            return "y is not the exact g-ary randomized response of h_A(u)"
-        return ""
-    if isinstance(R, SubsetSelection):
-        d, k = R.subset_size, R.k
-        users = min(n, 16)  # a reference shuffle per user, in Python
-        bits = {i: rng.integers(0, 2**63, users, dtype=np.uint64) * np.uint64(2) + rng.integers(0, 2, users, dtype=np.uint64) for i in range(d + 1)}
-        bits[0][: users // 2] = np.uint64(R.cell_sizes[0]) - rng.integers(0, 2, users // 2, dtype=np.uint64)  # the coin at its boundary
-        got = np.unpackbits(R.sample(inputs[:users], FixedRandomness(bits, users)), axis=1, count=k).astype(bool)
-        for i in range(users):
-            x_i = int(x[i])
-            inside = int(bits[0][i]) < R.cell_sizes[0]
-            order = [c for c in range(k) if c != x_i]
-            for s in range(d):
-                pos = s + (int(bits[1 + s][i]) * (k - 1 - s) >> 64)
-                order[s], order[pos] = order[pos], order[s]
-            want = np.zeros(k, dtype=bool)
-            want[order[: d - 1 if inside else d]] = True
-            want[x_i] = inside
-            if not np.array_equal(got[i], want):
-                return "the sampler's subset is not the coin plus the partial Fisher–Yates shuffle of its draws"
-        return ""
-    return ""
-
-
-def verify_structure(R: FrequencyOracle) -> ExactAudit:
-    """The exact privacy audit of a frequency oracle at any k, by its structure (module docstring).
-
-    Unary encodings: the loss is that of the two-bit channel (y_u, y_{u′}); it is computed from the
-    randomizer's own integer thresholds and compared with e^ε exactly by ``verify_exact`` on the
-    same mechanism with k = 2 (enumerated: every report, the sampler fed its cell boundaries), and
-    the structure itself — bit j = 1[chunk j < T_j] — is checked on the real sampler at this k.
-    OLH: the g-ary randomized response channel is audited exactly (``verify_exact`` of k-ary RR
-    over g categories: the same ``rr_cells`` and ``_rr_draw``), and the real sampler is checked to
-    report the top m bits of its draws and y = RR(h_A(u)) at this k. Hadamard Response:
-    ``verify_exact`` directly (its per-output extremes are structural, its sampler enumerable).
-    """
-    if isinstance(R, HadamardResponse):
-        return verify_exact(R)
-    if isinstance(R, SubsetSelection):
-        # the proven bound, in exact arithmetic: (A_in/A_out)(k − d)/d · ((2^64 + k)/(2^64 − k))^{2d}
-        a_in, a_out = R.cell_sizes
-        d = R.subset_size
-        ratio = Fraction(a_in * (R.k - d), a_out * d) * Fraction(TWO64 + R.k, TWO64 - R.k) ** (2 * d)
-        problem = _structure_probe(R)
-        return ExactAudit(
-            R.epsilon, _log_ratio(ratio), (0.0, 1.0, 0.0), f"by structure: subset selection (d = {d}), proven bound in exact arithmetic",
-            within_epsilon=ratio <= _exp_bounds(R.epsilon)[0], sampler_consistent=not problem, detail=problem,
-        )
-    if isinstance(R, _UnaryEncoding):
-        core: Randomizer = enumerated(type(R)(R.epsilon, (0.0, 1.0)))
-        same = type(R)(R.epsilon, (0.0, 1.0)).thresholds == R.thresholds
-        what = f"two-bit channel (k = 2, b = {R.chunk_bits})"
-    elif isinstance(R, OptimizedLocalHashing) and R.g > 1024:
-        # the g-ary channel's table (g² entries) is too big to list: its worst ratio is A_g/B_g
-        # (keep over any other cell), compared with e^ε exactly; its sampler is ``_rr_draw``, probed below
-        a, b = R.cell_sizes
-        ratio = Fraction(a, b)
-        problem = _structure_probe(R)
-        return ExactAudit(
-            R.epsilon, _log_ratio(ratio), (0.0, 1.0, 0.0), f"by structure: g-ary randomized response (g = {R.g}), cells A/B exact",
-            within_epsilon=ratio <= _exp_bounds(R.epsilon)[0], sampler_consistent=not problem, detail=problem,
-        )
-    elif isinstance(R, OptimizedLocalHashing):
-        core = KaryRandomizedResponse(R.epsilon, tuple(float(i) for i in range(R.g)))
-        same = core.cell_sizes == R.cell_sizes  # type: ignore[attr-defined]
-        what = f"g-ary randomized response (g = {R.g})"
-    else:
-        raise ParameterError(f"no structural audit for {type(R).__name__}")
-    audit = verify_exact(core)
-    problem = _structure_probe(R) or ("" if same else "the core channel's cells differ from the randomizer's")
-    return ExactAudit(
-        R.epsilon,
-        audit.max_log_ratio,
-        audit.argmax,
-        f"by structure: {what}, {audit.method}",
-        audit.normalization_error,
-        audit.within_epsilon,
-        audit.log_prob_error,
-        bool(audit.sampler_consistent) and not problem,
-        "; ".join(x for x in (audit.detail, problem) if x),
-    )
-
-
 # --- building from a spec (the users' side: ``LocalRandomizer.build``) ---
 
-_PARAMS = {"oue": set(), "sue": set(), "olh": {"hash_bits"}, "hadamard_response": set(), "subset_selection": set(), "adaptive_fo": {"prefer"}}
-
-
-def build_frequency_oracle(spec: Any, query: Any) -> Randomizer:
+@register_randomizer("oue")
+@register_randomizer("sue")
+@register_randomizer("olh", params=("hash_bits",))
+@register_randomizer("hadamard_response")
+@register_randomizer("subset_selection")
+@register_randomizer("adaptive_fo", params=("prefer",))
+def build_frequency_oracle(spec: SpecView, query: Query) -> Randomizer:
     """The randomizer of an ``oue`` / ``sue`` / ``olh`` / ``hadamard_response`` / ``subset_selection`` / ``adaptive_fo``
     spec over the query's finite values (the categories); unknown params are refused."""
+    check_params(spec.kind, spec.params)
     values = query.values()
     if values is None:
         raise ParameterError(f"{spec.kind} needs a query with a small finite set of values; {spec.query.name!r} has none")
-    unknown = set(spec.params) - _PARAMS[spec.kind]
-    if unknown:
-        raise ParameterError(f"{spec.kind}: unknown params {sorted(unknown)}; allowed: {sorted(_PARAMS[spec.kind]) or 'none'}")
     cats = tuple(values.tolist()) if len(values) >= 2 else (float(values[0]), float(values[0]) + 1.0)
     kind = spec.kind
     if kind == "adaptive_fo":

@@ -4,7 +4,7 @@ Three ε-LDP mechanisms for u ∈ [−b, b] whose reports are unbiased estimates
 
 - **Duchi et al. (1-D)** — Duchi, Jordan & Wainwright (2013/2018), §4.2.3 of Wang et al. (2019):
   report ±b(e^ε+1)/(e^ε−1), Pr[+] = 1/2 + u(e^ε−1)/(2b(e^ε+1)). This *is* the project's
-  ``pm_rr`` (``ldp.core.randomizers.PlusMinusRandomizedResponse``), exact on the 2^53 grid; it is
+  ``pm_rr`` (``ldp.core.plus_minus.PlusMinusRandomizedResponse``), exact on the 2^53 grid; it is
   not registered twice. ``duchi_variance`` is its continuous variance b²((e^ε+1)/(e^ε−1))² − u².
 - **Piecewise mechanism** (``piecewise``, ``PiecewiseRandomizer``) — Wang, Xiao, Yang, Zhao, Hui,
   Shin, Shin & Yu, "Collecting and analyzing multidimensional data with local differential
@@ -64,8 +64,10 @@ from typing import ClassVar
 import numpy as np
 
 from ldp.core.errors import ParameterError, require_epsilon, require_positive_finite
-from ldp.core.queries import QuerySpec, affine, field_query
-from ldp.core.randomizers import TWO53, TWO64, Interval, PlusMinusRandomizedResponse, Randomizer
+from ldp.core.plus_minus import PlusMinusRandomizedResponse
+from ldp.core.queries import Query, QuerySpec
+from ldp.core.query_specs import affine, field_query
+from ldp.core.randomizer_base import TWO53, TWO64, Interval, Randomizer, SpecView, register_randomizer
 from ldp.core.rng import Draws
 
 __all__ = [
@@ -561,3 +563,15 @@ def from_unit_interval(value: np.ndarray | float, low: float, high: float) -> np
     """The inverse map of ``unit_interval_query``: low + (v + 1)(high − low)/2 (means and their
     standard errors scale by (high − low)/2)."""
     return float(low) + (np.asarray(value, dtype=np.float64) + 1.0) * (float(high) - float(low)) / 2.0
+
+
+# --- building from a spec (the users' side: ``LocalRandomizer.build``) ---
+
+
+@register_randomizer("piecewise", params=("steps",))
+@register_randomizer("hybrid", params=("steps",))
+def build_mean(spec: SpecView, query: Query) -> Randomizer:
+    """``piecewise`` or ``hybrid`` on [−b, b] (b = the query's bound, or 1 for a query bounded by
+    0); ``params={"steps": c}`` sets the grid."""
+    make = PiecewiseRandomizer if spec.kind == "piecewise" else HybridRandomizer
+    return make(spec.epsilon, query.bound if query.bound > 0 else 1.0, spec.params.get("steps"))

@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,10 +27,12 @@ from ldp.core.concepts import (
     Distribution,
     Referee,
     Uniform,
+    check_labeled_examples,
     concept_from_json,
     distribution_from_json,
 )
 from ldp.core.errors import ParameterError, require_epsilon
+from ldp.core.file_format import check_keys, read_format
 from ldp.core.rng import RandomSource, Streams, derive_key_bytes, secret_key
 from ldp.core.schema import RECORD_DTYPE, Schema
 
@@ -129,10 +131,7 @@ class PopulationSpec:
     def __post_init__(self) -> None:
         # A spec of up to 2^40 users is always constructible: machines each host a slice of it
         # (``generate_records`` refuses a slice too large for one process, where it is built).
-        if not isinstance(self.concept_class, ConceptClass):
-            raise ParameterError(f"concept_class must be a ConceptClass (e.g. concept_class('parity', 8)), got {self.concept_class!r}")
-        if not isinstance(self.target, Concept):
-            raise ParameterError(f"target must be a Concept (e.g. concept_class(...).random_target(rng)), got {self.target!r}")
+        check_labeled_examples(self.concept_class, self.target, self.distribution, self.label_noise)
         if isinstance(self.size, bool) or not isinstance(self.size, (int, np.integer)) or not 1 <= self.size <= MAX_USERS:
             raise ParameterError(f"population size must be an integer in [1, 2^40], got {self.size!r}")
         object.__setattr__(self, "size", int(self.size))
@@ -142,11 +141,6 @@ class PopulationSpec:
         if isinstance(self.seed, bool) or not isinstance(self.seed, (int, np.integer)) or not 0 <= self.seed < 2**64:
             raise ParameterError(f"population seed must be an integer in [0, 2^64), got {self.seed!r}")
         object.__setattr__(self, "seed", int(self.seed))
-        if not isinstance(self.distribution, Distribution):
-            raise ParameterError(f"distribution must be a Distribution (e.g. Uniform()), got {self.distribution!r}")
-        noise = self.label_noise
-        if isinstance(noise, (bool, np.bool_)) or not isinstance(noise, (int, float, np.integer, np.floating)) or not 0.0 <= noise < 0.5:
-            raise ParameterError(f"label_noise must be a number in [0, 0.5), got {noise!r}")
         if not isinstance(self.secure, (bool, np.bool_)):
             raise ParameterError(f"secure must be True or False, got {self.secure!r}")
 
@@ -202,7 +196,7 @@ class PopulationSpec:
         (concept class, d, target, distribution, label noise, seed), not of the size, budget or
         report mode. Ledgers are keyed by it, so a reload of the same data continues them."""
         data = self.to_json()
-        for key in ("size", "budget", "secure"):
+        for key in ("format", "size", "budget", "secure"):  # "format" too: a ledger outlives the file format
             data.pop(key)
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
 
@@ -258,7 +252,9 @@ class PopulationSpec:
         return generate_records(self, first_user, count)
 
     def to_json(self) -> dict[str, Any]:
+        """The spec as JSON (what ``ldp-sim population`` writes), with its ``format`` version."""
         return {
+            "format": SPEC_FORMAT,
             "concept_class": self.concept_class.name,
             "d": self.concept_class.d,
             "target": self.target.to_json(),
@@ -272,21 +268,68 @@ class PopulationSpec:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> PopulationSpec:
+        """The spec ``to_json`` wrote, read strictly: a ParameterError names the key.
+
+        Format ``SPEC_FORMAT`` (1) needs every key of ``to_json``, each of its JSON type, and
+        no other key. A spec without a ``format`` key is the unversioned layout written before
+        format 1 (the same keys, with ``distribution``, ``label_noise`` and ``secure`` optional):
+        it is still read, deliberately, so that the specs users already hold keep their records
+        and their ledgers (the identity leaves ``format`` out); unknown keys and wrong types are
+        refused in it too. Any other ``format`` is refused, naming both versions.
+        """
+        if not isinstance(data, Mapping):
+            raise ParameterError(f"malformed population spec: expected a JSON object, got {type(data).__name__}")
+        version = read_format(data, what="population spec", version=SPEC_FORMAT, rewrite="write the spec again with this version's `ldp-sim population`")
+        known = ["format", *_SPEC_TYPES]
+        optional = _UNVERSIONED_DEFAULTS if version is None else {}
+        check_keys(data, what="population spec", version=SPEC_FORMAT, known=known, required=[k for k in _SPEC_TYPES if k not in optional])
+        values: dict[str, Any] = {}
+        for key, (check, allowed) in _SPEC_TYPES.items():
+            if key not in data:
+                values[key] = optional[key]
+                continue
+            if not check(data[key]):
+                raise ParameterError(f"population spec key {key!r} must be {allowed}, got {data[key]!r}"[:300])
+            values[key] = data[key]
+        concept_class = ConceptClass(values["concept_class"], values["d"])
+        target = concept_from_json(values["target"], "population spec key 'target'")
         try:
-            return cls(
-                ConceptClass(str(data["concept_class"]), int(data["d"])),
-                concept_from_json(data["target"]),
-                int(data["size"]),
-                float(data["budget"]),
-                int(data["seed"]),
-                distribution_from_json(data.get("distribution", {"kind": "uniform"})),
-                float(data.get("label_noise", 0.0)),
-                bool(data.get("secure", False)),
-            )
-        except (KeyError, TypeError, ValueError) as exc:
-            if isinstance(exc, ParameterError):
-                raise
-            raise ParameterError(f"malformed population spec: {exc}") from None
+            concept_class.check_target(target)
+        except ParameterError as exc:
+            raise ParameterError(f"population spec key 'target': {exc}") from None
+        return cls(
+            concept_class,
+            target,
+            values["size"],
+            float(values["budget"]),
+            values["seed"],
+            distribution_from_json(values["distribution"], "population spec key 'distribution'"),
+            float(values["label_noise"]),
+            values["secure"],
+        )
+
+
+SPEC_FORMAT = 1  # the JSON layout PopulationSpec.to_json writes and from_json reads
+
+
+def _is_int(v: object) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+# key → (its check, what it must be), in the order to_json writes them
+_SPEC_TYPES: dict[str, tuple[Callable[[object], bool], str]] = {
+    "concept_class": (lambda v: isinstance(v, str), "a string (a concept class name)"),
+    "d": (_is_int, "an integer"),
+    "target": (lambda v: isinstance(v, dict), "a JSON object (a concept)"),
+    "size": (_is_int, "an integer"),
+    "budget": (lambda v: _is_int(v) or isinstance(v, float), "a number"),
+    "seed": (_is_int, "an integer"),
+    "distribution": (lambda v: isinstance(v, dict), "a JSON object (a distribution)"),
+    "label_noise": (lambda v: _is_int(v) or isinstance(v, float), "a number"),
+    "secure": (lambda v: isinstance(v, bool), "true or false"),
+}
+# what a spec written before format 1 (no "format" key) may leave out
+_UNVERSIONED_DEFAULTS: dict[str, Any] = {"distribution": {"kind": "uniform"}, "label_noise": 0.0, "secure": False}
 
 
 # What hosting one user costs a process, roughly: per record column its int16 cell and a float64

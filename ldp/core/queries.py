@@ -12,6 +12,8 @@ literals, ``parity`` (−1)^⟨m, x⟩ over chosen bits, ``bent`` (the inner-pro
 rounds that ask 2^d questions at once), ``product`` and ``affine`` combinations, ``record``
 (the whole row, for randomizers that randomize a record once), and ``prefix_index`` (which of a
 public candidate set the leading bits of a field are: a round of prefix-extending heavy hitters).
+
+Write specs with the builders of ``ldp.core.query_specs`` (``field_query``, ``parity``, ...).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from __future__ import annotations
 import itertools
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -31,21 +33,13 @@ from ldp.core.schema import Schema
 __all__ = [
     "QuerySpec",
     "Query",
+    "FieldReads",
     "register_query",
+    "query_reads",
     "make_query",
     "query_kinds",
-    "field_query",
-    "label_query",
-    "conjunction",
-    "parity",
-    "bent",
-    "user_parity",
     "user_parity_groups",
     "user_parity_candidate",
-    "product",
-    "affine",
-    "record_query",
-    "prefix_index",
 ]
 
 MAX_FINITE_VALUES = 4096
@@ -129,10 +123,54 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
+@dataclass(frozen=True)
+class FieldReads:
+    """The record columns a query spec names, read from its params alone (no schema).
+
+    A kind declares them (``Query.reads``) where it is defined, so that whoever checks a spec
+    against a schema before sending it (``ldp.local.session.Session.round``) derives the check
+    from the kind instead of writing each kind out again. Only well-typed references are kept:
+    an ill-typed spec is the users' side's to refuse (it checks every query again).
+
+    Attributes
+    ----------
+    columns : tuple of (str, int)
+        (field, index) pairs the spec reads.
+    subqueries : tuple
+        Nested query specs (``QuerySpec`` or their JSON), whose reads count too.
+    """
+
+    columns: tuple[tuple[str, int], ...] = ()
+    subqueries: tuple[Any, ...] = ()
+
+    @classmethod
+    def of(cls, columns: Iterable[tuple[Any, Any]] = (), subqueries: Iterable[Any] = ()) -> FieldReads:
+        """The reads, keeping the (field, index) pairs with a string field and an integer index."""
+        typed = tuple(
+            (name, int(index))
+            for name, index in columns
+            if isinstance(name, str) and not isinstance(index, (bool, np.bool_)) and isinstance(index, (int, np.integer))
+        )
+        return cls(typed, tuple(subqueries))
+
+
+def _sequence(value: Any) -> list[Any]:
+    """A list/tuple parameter as a list; anything else (ill-typed) as no entries."""
+    return list(value) if isinstance(value, (list, tuple)) else []
+
+
 class Query(ABC):
     """A validated query bound to a schema: g(z) for every record z, with |g| ≤ bound."""
 
     name: ClassVar[str]
+
+    @classmethod
+    def reads(cls, params: Mapping[str, Any]) -> FieldReads:
+        """The record columns a spec of this kind names (``FieldReads``), from its params alone.
+
+        Never raises: ill-typed params name nothing (the users' side refuses them). The default
+        names nothing; every kind that reads a named field overrides it."""
+        return FieldReads()
 
     @property
     def per_user(self) -> bool:
@@ -166,11 +204,13 @@ class Query(ABC):
         return 1
 
 
-_REGISTRY: dict[str, Callable[[QuerySpec, Schema], Query]] = {}
+_REGISTRY: dict[str, type[Query]] = {}
 
 
 def register_query(cls: type[Query]) -> type[Query]:
-    """Class decorator: make a Query kind nameable on the wire."""
+    """Class decorator: make a Query kind nameable on the wire. The class declares what it is
+    (``name``), how it is built from a spec and a schema (its constructor), and which record
+    columns a spec names (``reads``): a new kind is written in this one place."""
     if cls.name in _REGISTRY:
         raise ValueError(f"query kind {cls.name!r} is already registered")
     _REGISTRY[cls.name] = cls
@@ -179,6 +219,23 @@ def register_query(cls: type[Query]) -> type[Query]:
 
 def query_kinds() -> list[str]:
     return sorted(_REGISTRY)
+
+
+def query_reads(spec: QuerySpec) -> FieldReads:
+    """The record columns ``spec`` names, as its registered kind declares them (``Query.reads``);
+    nothing for an unknown kind (the users' side refuses it).
+
+    Examples
+    --------
+    >>> import ldp
+    >>> from ldp.core.queries import query_reads
+    >>> query_reads(ldp.parity([0, 2])).columns
+    (('x', 0), ('x', 2))
+    >>> query_reads(ldp.product(ldp.label_query(), ldp.field_query("b"))).subqueries[1]  # JSON, as on the wire
+    {'name': 'field', 'params': {'field': 'b', 'index': 0}}
+    """
+    kind = _REGISTRY.get(spec.name)
+    return FieldReads() if kind is None else kind.reads(spec.params)
 
 
 def make_query(spec: QuerySpec | Mapping[str, Any], schema: Schema) -> Query:
@@ -221,6 +278,10 @@ class FieldQuery(Query):
 
     name = "field"
 
+    @classmethod
+    def reads(cls, params: Mapping[str, Any]) -> FieldReads:
+        return FieldReads.of([(params.get("field"), params.get("index", 0))])
+
     def __init__(self, spec: QuerySpec, schema: Schema) -> None:
         super().__init__(spec, schema)
         self.field_name = _str_param(spec, "field")
@@ -243,6 +304,10 @@ class LabelQuery(FieldQuery):
     """g(z) = the label. Params: field (default "y")."""
 
     name = "label"
+
+    @classmethod
+    def reads(cls, params: Mapping[str, Any]) -> FieldReads:
+        return FieldReads.of([(params.get("field", "y"), 0)])
 
     def __init__(self, spec: QuerySpec, schema: Schema) -> None:
         super().__init__(QuerySpec(spec.name, {"field": spec.params.get("field", "y"), "index": 0}), schema)
@@ -272,6 +337,11 @@ class ConjunctionQuery(Query):
     z[field][index] == value (or != value when equal is false)."""
 
     name = "conjunction"
+
+    @classmethod
+    def reads(cls, params: Mapping[str, Any]) -> FieldReads:
+        literals = _sequence(params.get("literals"))
+        return FieldReads.of((lit[0], lit[1]) for lit in literals if isinstance(lit, (list, tuple)) and len(lit) >= 2)
 
     def __init__(self, spec: QuerySpec, schema: Schema) -> None:
         super().__init__(spec, schema)
@@ -317,6 +387,10 @@ class ParityQuery(_SignOrBitQuery):
     """
 
     name = "parity"
+
+    @classmethod
+    def reads(cls, params: Mapping[str, Any]) -> FieldReads:
+        return FieldReads.of((params.get("field", "x"), j) for j in _sequence(params.get("mask")))
 
     def __init__(self, spec: QuerySpec, schema: Schema) -> None:
         super().__init__(spec, schema)
@@ -389,6 +463,10 @@ class BentQuery(_SignOrBitQuery):
 
     name = "bent"
 
+    @classmethod
+    def reads(cls, params: Mapping[str, Any]) -> FieldReads:
+        return FieldReads.of([(params.get("field", "x"), 0)])
+
     def __init__(self, spec: QuerySpec, schema: Schema) -> None:
         super().__init__(spec, schema)
         self.columns, length = _binary_field(spec, schema, most=124)  # each half packs into an int64
@@ -441,6 +519,10 @@ class UserParityQuery(_SignOrBitQuery):
     62 bits), start, count, output. Needs the users' ids: it is not a statistical query."""
 
     name = "user_parity"
+
+    @classmethod
+    def reads(cls, params: Mapping[str, Any]) -> FieldReads:
+        return FieldReads.of([(params.get("field", "x"), 0)])
 
     @property
     def per_user(self) -> bool:
@@ -498,6 +580,10 @@ class ProductQuery(Query):
 
     name = "product"
 
+    @classmethod
+    def reads(cls, params: Mapping[str, Any]) -> FieldReads:
+        return FieldReads.of(subqueries=_sequence(params.get("factors")))
+
     def __init__(self, spec: QuerySpec, schema: Schema) -> None:
         super().__init__(spec, schema)
         self.factors = _subqueries(spec, schema, "factors")
@@ -525,6 +611,10 @@ class AffineQuery(Query):
     """g(z) = scale · h(z) + offset. Params: query (a spec), scale, offset."""
 
     name = "affine"
+
+    @classmethod
+    def reads(cls, params: Mapping[str, Any]) -> FieldReads:
+        return FieldReads.of(subqueries=[params.get("query")])
 
     def __init__(self, spec: QuerySpec, schema: Schema) -> None:
         super().__init__(spec, schema)
@@ -559,6 +649,10 @@ class RecordQuery(Query):
 
     name = "record"
 
+    @classmethod
+    def reads(cls, params: Mapping[str, Any]) -> FieldReads:
+        return FieldReads()  # every column of whatever schema the users have: no name to check
+
     @property
     def bound(self) -> float:
         low, high, _ = self.schema.column_bounds()
@@ -586,6 +680,10 @@ class PrefixIndexQuery(Query):
     integers in [0, 2^length), at most 4095)."""
 
     name = "prefix_index"
+
+    @classmethod
+    def reads(cls, params: Mapping[str, Any]) -> FieldReads:
+        return FieldReads.of([(params.get("field", "x"), 0)])
 
     def __init__(self, spec: QuerySpec, schema: Schema) -> None:
         super().__init__(spec, schema)
@@ -617,510 +715,3 @@ class PrefixIndexQuery(Query):
         pos = np.clip(np.searchsorted(self._sorted, prefix), 0, len(self._sorted) - 1)
         found = self._sorted[pos] == prefix
         return np.where(found, self._order[pos], len(self.candidates)).astype(np.float64)
-
-
-# Spec builders: the one way to write queries in code. They check what needs no schema (types,
-# identifier names, integer indices ≥ 0) and raise a ParameterError naming the value; a field a
-# schema lacks is refused by ``Session.round`` (against the oracle's description) and by the users.
-
-
-def _identifier(what: str, value: Any) -> str:
-    if not isinstance(value, str) or not value.isidentifier():
-        raise ParameterError(f"{what} must be a field name (an identifier such as 'x' or 'y'), got {value!r}")
-    return value
-
-
-def _index(what: str, value: Any) -> int:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < 0:
-        raise ParameterError(f"{what} must be an integer ≥ 0, got {value!r}")
-    return int(value)
-
-
-def _integer(what: str, value: Any) -> int:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise ParameterError(f"{what} must be an integer, got {value!r}")
-    return int(value)
-
-
-def _finite(what: str, value: Any) -> float:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)) or not math.isfinite(value):
-        raise ParameterError(f"{what} must be a finite number, got {value!r}")
-    return float(value)
-
-
-def _spec(what: str, value: Any) -> QuerySpec:
-    if not isinstance(value, QuerySpec):
-        raise ParameterError(f"{what} must be a QuerySpec (e.g. field_query('x', 0)), got {type(value).__name__} {value!r}")
-    return value
-
-
-def field_query(name: str, index: int = 0) -> QuerySpec:
-    """g(z) = z[field][index]: one column of a field, e.g. bit j of x (kind ``"field"``).
-
-    Its bound b is max(|low|, |high|) of the field and its values are the field's values.
-
-    A builder checks what needs no schema (types, identifier names, integer indices ≥ 0) and
-    raises a ParameterError naming the value; a field a schema lacks is refused by
-    ``Session.round`` (against the oracle's description) and by the users.
-
-    Parameters
-    ----------
-    name : str
-        The field's name (an identifier), e.g. ``"x"``.
-    index : int, default 0
-        Which column of the field, ≥ 0.
-
-    Returns
-    -------
-    QuerySpec
-        ``QuerySpec("field", {"field": name, "index": index})``.
-
-    Raises
-    ------
-    ParameterError
-        ``name`` is not an identifier or ``index`` is not an integer ≥ 0.
-
-    Examples
-    --------
-    >>> import ldp, numpy as np
-    >>> from ldp.core.queries import make_query
-    >>> spec = ldp.field_query("x", 2)
-    >>> spec
-    QuerySpec(name='field', params={'field': 'x', 'index': 2})
-    >>> records = np.array([[1, 0, 1, 0], [0, 1, 0, 1]], dtype=np.int16)  # (x0, x1, x2, y)
-    >>> make_query(spec, ldp.concept_class("parity", 3).schema).evaluate(records).tolist()
-    [1.0, 0.0]
-    >>> ldp.field_query("x", -1)
-    Traceback (most recent call last):
-    ...
-    ldp.core.errors.ParameterError: field_query('x'): index must be an integer ≥ 0, got -1
-    """
-    return QuerySpec("field", {"field": _identifier("field_query: field", name), "index": _index(f"field_query({name!r}): index", index)})
-
-
-def label_query(name: str = "y") -> QuerySpec:
-    """g(z) = the label: the (first) column of the label field (kind ``"label"``).
-
-    A builder checks what needs no schema (types, identifier names, integer indices ≥ 0) and
-    raises a ParameterError naming the value; a field a schema lacks is refused by
-    ``Session.round`` (against the oracle's description) and by the users.
-
-    Parameters
-    ----------
-    name : str, default "y"
-        The label field's name (an identifier).
-
-    Returns
-    -------
-    QuerySpec
-        ``QuerySpec("label", {"field": name})``.
-
-    Raises
-    ------
-    ParameterError
-        ``name`` is not an identifier.
-
-    Examples
-    --------
-    >>> import ldp, numpy as np
-    >>> from ldp.core.queries import make_query
-    >>> records = np.array([[1, 0, 1, 0], [0, 1, 0, 1]], dtype=np.int16)  # (x0, x1, x2, y)
-    >>> make_query(ldp.label_query(), ldp.concept_class("parity", 3).schema).evaluate(records).tolist()
-    [0.0, 1.0]
-    """
-    return QuerySpec("label", {"field": _identifier("label_query: field", name)})
-
-
-def conjunction(*literals: tuple[str, int, int] | tuple[str, int, int, bool]) -> QuerySpec:
-    """g(z) = 1 if every literal holds else 0 (kind ``"conjunction"``, values {0, 1}, bound 1).
-
-    A literal (field, index, value, equal) tests z[field][index] == value (or != value when
-    equal is false). The users' side also refuses a value the field cannot take.
-
-    A builder checks what needs no schema (types, identifier names, integer indices ≥ 0) and
-    raises a ParameterError naming the value; a field a schema lacks is refused by
-    ``Session.round`` (against the oracle's description) and by the users.
-
-    Parameters
-    ----------
-    *literals : tuple
-        One or more ``(field, index, value)`` or ``(field, index, value, equal)``: field an
-        identifier, index an integer ≥ 0, value an integer, equal a bool (default True).
-
-    Returns
-    -------
-    QuerySpec
-        ``QuerySpec("conjunction", {"literals": [[field, index, value(, equal)], ...]})``.
-
-    Raises
-    ------
-    ParameterError
-        No literal, or a literal of the wrong shape or types.
-
-    Examples
-    --------
-    >>> import ldp, numpy as np
-    >>> from ldp.core.queries import make_query
-    >>> spec = ldp.conjunction(("x", 0, 1), ("x", 1, 0, False))  # x0 = 1 and x1 ≠ 0
-    >>> records = np.array([[1, 0, 1, 0], [1, 1, 0, 1]], dtype=np.int16)
-    >>> make_query(spec, ldp.concept_class("parity", 3).schema).evaluate(records).tolist()
-    [0.0, 1.0]
-    >>> ldp.conjunction()
-    Traceback (most recent call last):
-    ...
-    ldp.core.errors.ParameterError: conjunction needs at least one literal (field, index, value[, equal])
-    """
-    if not literals:
-        raise ParameterError("conjunction needs at least one literal (field, index, value[, equal])")
-    out = []
-    for k, lit in enumerate(literals):
-        if not isinstance(lit, (list, tuple)) or len(lit) not in (3, 4):
-            raise ParameterError(f"conjunction: literal {k} must be (field, index, value) or (field, index, value, equal), got {lit!r}")
-        item: list[Any] = [
-            _identifier(f"conjunction: literal {k} field", lit[0]),
-            _index(f"conjunction: literal {k} index", lit[1]),
-            _integer(f"conjunction: literal {k} value", lit[2]),
-        ]
-        if len(lit) == 4:
-            if not isinstance(lit[3], (bool, np.bool_)):
-                raise ParameterError(f"conjunction: literal {k} equal must be True or False, got {lit[3]!r}")
-            item.append(bool(lit[3]))
-        out.append(item)
-    return QuerySpec("conjunction", {"literals": out})
-
-
-def parity(mask: Sequence[int] | np.ndarray, field: str = "x", output: str = "sign") -> QuerySpec:
-    """(−1)^⟨m, x⟩ (or the bit ⟨m, x⟩ with ``output="bit"``) over the bits of a field named by ``mask``.
-
-    ``mask`` is a list of indices into the field, or a bool vector over it.
-
-    Kind ``"parity"``: values {−1, +1} (or {0, 1}), bound 1; an empty mask is the constant 1.
-
-    A builder checks what needs no schema (types, identifier names, integer indices ≥ 0) and
-    raises a ParameterError naming the value; a field a schema lacks is refused by
-    ``Session.round`` (against the oracle's description) and by the users.
-
-    Parameters
-    ----------
-    mask : sequence of int or numpy.ndarray
-        Distinct indices ≥ 0 into the field, or a one-dimensional bool vector over it.
-    field : str, default "x"
-        The field the parity is over.
-    output : {"sign", "bit"}, default "sign"
-        ``"sign"``: (−1)^⟨m, x⟩ ∈ {−1, +1}; ``"bit"``: ⟨m, x⟩ mod 2 ∈ {0, 1}.
-
-    Returns
-    -------
-    QuerySpec
-        ``QuerySpec("parity", {"field": field, "mask": [indices], "output": output})``.
-
-    Raises
-    ------
-    ParameterError
-        A mask that is not 1-d, has negative or repeated indices or non-integer entries; an
-        unknown ``output``; a ``field`` that is not an identifier.
-
-    Examples
-    --------
-    >>> import ldp, numpy as np
-    >>> from ldp.core.queries import make_query
-    >>> schema = ldp.concept_class("parity", 3).schema
-    >>> records = np.array([[1, 0, 1, 0], [1, 1, 0, 1]], dtype=np.int16)
-    >>> make_query(ldp.parity([0, 2]), schema).evaluate(records).tolist()
-    [1.0, -1.0]
-    >>> ldp.parity(np.array([True, False, True]), output="bit") == ldp.parity([0, 2], output="bit")
-    True
-    >>> ldp.parity([1, 1])
-    Traceback (most recent call last):
-    ...
-    ldp.core.errors.ParameterError: parity: mask indices must be distinct, got [1, 1]
-    """
-    if isinstance(mask, (str, bytes)):
-        raise ParameterError(f"parity: mask must be a list of indices ≥ 0 or a bool vector, got {mask!r}")
-    m = np.asarray(mask)
-    if m.ndim != 1:
-        raise ParameterError(f"parity: mask must be one-dimensional (a list of indices or a bool vector), got shape {m.shape}")
-    if m.dtype == bool:
-        indices = np.flatnonzero(m).tolist()
-    elif m.size == 0:
-        indices = []
-    elif m.dtype.kind in "iu":
-        indices = [int(j) for j in m]
-        if min(indices) < 0:
-            raise ParameterError(f"parity: mask indices must be ≥ 0, got {min(indices)}")
-        if len(set(indices)) != len(indices):
-            raise ParameterError(f"parity: mask indices must be distinct, got {indices[:16]}")
-    else:
-        raise ParameterError(f"parity: mask must be a list of integer indices ≥ 0 or a bool vector, got {mask!r}")
-    if output not in ("sign", "bit"):
-        raise ParameterError(f"parity: output must be 'sign' or 'bit', got {output!r}")
-    return QuerySpec("parity", {"field": _identifier("parity: field", field), "mask": indices, "output": output})
-
-
-def bent(field: str = "x", output: str = "sign") -> QuerySpec:
-    """(−1)^{Σ_k x_k x_{k+L/2}} over a {0,1} field of even length L (every Walsh coefficient ±2^{−L/2}).
-
-    Kind ``"bent"``: the inner-product (Maiorana–McFarland) bent function. Every Walsh
-    coefficient has magnitude exactly 2^{−L/2}, so one such query correlates equally with *all*
-    2^L parities: the query family that refutes the "one r per query" step of KLNRS Theorem 5.1
-    (docs/theorem51.md). The users' side refuses a field that is not {0,1}-valued, of odd
-    length, or longer than 124 bits.
-
-    A builder checks what needs no schema (types, identifier names, integer indices ≥ 0) and
-    raises a ParameterError naming the value; a field a schema lacks is refused by
-    ``Session.round`` (against the oracle's description) and by the users.
-
-    Parameters
-    ----------
-    field : str, default "x"
-        The {0,1} field of even length L.
-    output : {"sign", "bit"}, default "sign"
-        ``"sign"``: the value in {−1, +1}; ``"bit"``: the exponent mod 2 in {0, 1}.
-
-    Returns
-    -------
-    QuerySpec
-        ``QuerySpec("bent", {"field": field, "output": output})``.
-
-    Raises
-    ------
-    ParameterError
-        An unknown ``output`` or a ``field`` that is not an identifier.
-
-    Examples
-    --------
-    >>> import ldp, numpy as np
-    >>> from ldp.core.queries import make_query
-    >>> schema = ldp.concept_class("parity", 4).schema  # x has L = 4 bits: x0·x2 + x1·x3
-    >>> records = np.array([[1, 0, 1, 0, 0], [1, 1, 1, 1, 0], [0, 1, 0, 1, 0]], dtype=np.int16)
-    >>> make_query(ldp.bent(), schema).evaluate(records).tolist()
-    [-1.0, 1.0, -1.0]
-    """
-    if output not in ("sign", "bit"):
-        raise ParameterError(f"bent: output must be 'sign' or 'bit', got {output!r}")
-    return QuerySpec("bent", {"field": _identifier("bent: field", field), "output": output})
-
-
-def user_parity(start: int, count: int, field: str = "x", output: str = "sign") -> QuerySpec:
-    """A per-user family of parities: users split evenly into 2^L groups, one parity each.
-
-    Users start..start+count−1, split evenly into 2^L groups; group c answers the parity
-    (−1)^⟨r_c, x⟩ with r_c the binary expansion of c (``UserParityQuery``).
-
-    Kind ``"user_parity"``: a per-user family. User u gets the candidate vector r(u) ∈ {0,1}^L,
-    the L-bit binary expansion (x's bit 0 first) of its group in the even split of
-    ``user_parity_groups(count, 2^L)`` (the first ``count mod 2^L`` groups get one user more).
-    One request then asks 2^L different non-adaptive questions, one per group of users: the
-    non-interactive local model lets every user run a randomizer of its own, fixed before any
-    report (KLNRS Definition 4.4: LR_z(i, R) names the user i and its randomizer R). The value
-    any one user reports about still depends on its own record alone, so a randomizer over it
-    is exactly as private as over a fixed ``parity``. It needs the users' ids: it is not a
-    statistical query. The field must be {0,1}-valued with at most 62 bits (checked by the
-    users' side).
-
-    A builder checks what needs no schema (types, identifier names, integer indices ≥ 0) and
-    raises a ParameterError naming the value; a field a schema lacks is refused by
-    ``Session.round`` (against the oracle's description) and by the users.
-
-    Parameters
-    ----------
-    start : int
-        The first user of the family, ≥ 0.
-    count : int
-        How many users, ≥ 1.
-    field : str, default "x"
-        The {0,1} field the parities are over (L = its length).
-    output : {"sign", "bit"}, default "sign"
-        ``"sign"``: (−1)^⟨r(u), x⟩; ``"bit"``: ⟨r(u), x⟩ mod 2.
-
-    Returns
-    -------
-    QuerySpec
-        ``QuerySpec("user_parity", {"field": field, "start": start, "count": count, "output": output})``.
-
-    Raises
-    ------
-    ParameterError
-        ``start`` < 0, ``count`` < 1, non-integers, an unknown ``output``, or a ``field`` that is
-        not an identifier.
-
-    Examples
-    --------
-    Eight users, L = 3: user u asks the parity of the bits of x named by the binary digits of u.
-
-    >>> import ldp, numpy as np
-    >>> from ldp.core.queries import make_query
-    >>> query = make_query(ldp.user_parity(0, 8), ldp.concept_class("parity", 3).schema)
-    >>> records = np.tile(np.array([1, 1, 1, 0], dtype=np.int16), (8, 1))  # everyone has x = 111
-    >>> query.evaluate(records, users=np.arange(8)).tolist()  # (−1)^popcount(u)
-    [1.0, -1.0, -1.0, 1.0, -1.0, 1.0, 1.0, -1.0]
-    >>> ldp.user_parity(0, 0)
-    Traceback (most recent call last):
-    ...
-    ldp.core.errors.ParameterError: user_parity: count must be ≥ 1, got 0
-    """
-    if output not in ("sign", "bit"):
-        raise ParameterError(f"user_parity: output must be 'sign' or 'bit', got {output!r}")
-    count = _index("user_parity: count", count)
-    if count < 1:
-        raise ParameterError(f"user_parity: count must be ≥ 1, got {count}")
-    return QuerySpec(
-        "user_parity", {"field": _identifier("user_parity: field", field), "start": _index("user_parity: start", start), "count": count, "output": output}
-    )
-
-
-def product(*factors: QuerySpec) -> QuerySpec:
-    """g(z) = Π_k g_k(z): the product of scalar queries (kind ``"product"``).
-
-    Its bound is the product of the factors' bounds; its values, when every factor has a small
-    finite set (≤ 4096 combinations), are the products of theirs.
-
-    A builder checks what needs no schema (types, identifier names, integer indices ≥ 0) and
-    raises a ParameterError naming the value; a field a schema lacks is refused by
-    ``Session.round`` (against the oracle's description) and by the users.
-
-    Parameters
-    ----------
-    *factors : QuerySpec
-        One or more scalar query specs.
-
-    Returns
-    -------
-    QuerySpec
-        ``QuerySpec("product", {"factors": [factor.to_json(), ...]})``.
-
-    Raises
-    ------
-    ParameterError
-        No factor, or a factor that is not a ``QuerySpec``.
-
-    Examples
-    --------
-    >>> import ldp, numpy as np
-    >>> from ldp.core.queries import make_query
-    >>> query = make_query(ldp.product(ldp.parity([0]), ldp.parity([1])), ldp.concept_class("parity", 3).schema)
-    >>> records = np.array([[1, 0, 1, 0], [1, 1, 0, 1]], dtype=np.int16)
-    >>> query.evaluate(records).tolist(), query.bound  # (−1)^x0 · (−1)^x1
-    ([-1.0, 1.0], 1.0)
-    """
-    if not factors:
-        raise ParameterError("product needs at least one factor (a QuerySpec)")
-    return QuerySpec("product", {"factors": [_spec(f"product: factor {k}", f).to_json() for k, f in enumerate(factors)]})
-
-
-def affine(query: QuerySpec, scale: float = 1.0, offset: float = 0.0) -> QuerySpec:
-    """g(z) = scale · h(z) + offset for a scalar query h (kind ``"affine"``).
-
-    Its values are scale·v + offset for h's values v (when finite), and its bound the largest
-    of their magnitudes (else |scale|·b_h + |offset|).
-
-    A builder checks what needs no schema (types, identifier names, integer indices ≥ 0) and
-    raises a ParameterError naming the value; a field a schema lacks is refused by
-    ``Session.round`` (against the oracle's description) and by the users.
-
-    Parameters
-    ----------
-    query : QuerySpec
-        h, a scalar query spec.
-    scale : float, default 1.0
-        A finite multiplier.
-    offset : float, default 0.0
-        A finite shift.
-
-    Returns
-    -------
-    QuerySpec
-        ``QuerySpec("affine", {"query": query.to_json(), "scale": scale, "offset": offset})``.
-
-    Raises
-    ------
-    ParameterError
-        ``query`` is not a ``QuerySpec``, or ``scale``/``offset`` is not a finite number.
-
-    Examples
-    --------
-    Map a {0,1} bit to a ±1 sign, 2x − 1:
-
-    >>> import ldp, numpy as np
-    >>> from ldp.core.queries import make_query
-    >>> query = make_query(ldp.affine(ldp.field_query("x", 0), scale=2.0, offset=-1.0), ldp.concept_class("parity", 3).schema)
-    >>> query.evaluate(np.array([[1, 0, 1, 0], [0, 1, 0, 1]], dtype=np.int16)).tolist(), query.values().tolist()
-    ([1.0, -1.0], [-1.0, 1.0])
-    >>> ldp.affine(ldp.label_query(), scale=float("inf"))
-    Traceback (most recent call last):
-    ...
-    ldp.core.errors.ParameterError: affine: scale must be a finite number, got inf
-    """
-    return QuerySpec(
-        "affine", {"query": _spec("affine: query", query).to_json(), "scale": _finite("affine: scale", scale), "offset": _finite("affine: offset", offset)}
-    )
-
-
-def record_query() -> QuerySpec:
-    """The whole record (identity), for randomizers that randomize every field at once.
-
-    Kind ``"record"``: its width is the schema's width (not a scalar query), and it has no small
-    finite set of values; ``record_rr`` is the randomizer that takes it (each column through
-    k-ary randomized response at ε/width, basic composition, KLNRS Claim 2.1).
-
-    Returns
-    -------
-    QuerySpec
-        ``QuerySpec("record", {})``.
-
-    Examples
-    --------
-    >>> import ldp, numpy as np
-    >>> from ldp.core.queries import make_query
-    >>> query = make_query(ldp.record_query(), ldp.concept_class("parity", 3).schema)
-    >>> query.width, query.evaluate(np.array([[1, 0, 1, 0]], dtype=np.int16)).tolist()
-    (4, [[1, 0, 1, 0]])
-    """
-    return QuerySpec("record", {})
-
-
-def prefix_index(length: int, candidates: Sequence[int] | np.ndarray, field: str = "x") -> QuerySpec:
-    """Which of ``candidates`` the first ``length`` bits of a {0,1} field are (kind ``"prefix_index"``).
-
-    The value is the candidate's position 0..m−1, or m = len(candidates) when the user's prefix is
-    none of them; bit 0 of the field is the prefix's most significant bit. The users' side
-    refuses a field that is not {0,1}-valued or longer than 62 bits, and a length beyond it.
-
-    Parameters
-    ----------
-    length : int
-        How many leading bits, ≥ 1.
-    candidates : sequence of int
-        Distinct prefixes in [0, 2^length), 1 to 4095 of them.
-    field : str, default "x"
-        The {0,1} field.
-
-    Returns
-    -------
-    QuerySpec
-        ``QuerySpec("prefix_index", {"field": field, "length": length, "candidates": [...]})``.
-
-    Raises
-    ------
-    ParameterError
-        A length < 1, candidates that are not distinct integers in [0, 2^length) or too many,
-        or a field that is not an identifier.
-
-    Examples
-    --------
-    >>> import ldp, numpy as np
-    >>> from ldp.core.queries import make_query
-    >>> query = make_query(prefix_index(2, [3, 1]), ldp.concept_class("parity", 3).schema)
-    >>> records = np.array([[1, 1, 0, 0], [0, 1, 1, 0], [0, 0, 1, 1]], dtype=np.int16)  # prefixes 11, 01, 00
-    >>> query.evaluate(records).tolist(), query.values().tolist()
-    ([0.0, 1.0, 2.0], [0.0, 1.0, 2.0])
-    """
-    length = _index("prefix_index: length", length)
-    if length < 1:
-        raise ParameterError(f"prefix_index: length must be ≥ 1, got {length}")
-    items = [_index(f"prefix_index: candidate {k}", c) for k, c in enumerate(np.asarray(candidates).ravel().tolist())]
-    if not 1 <= len(items) < MAX_FINITE_VALUES:
-        raise ParameterError(f"prefix_index: need 1 to {MAX_FINITE_VALUES - 1} candidates, got {len(items)}")
-    if len(set(items)) != len(items) or max(items) >= 2**length:
-        raise ParameterError(f"prefix_index: candidates must be distinct integers in [0, 2^{length}), got {items[:8]}")
-    return QuerySpec("prefix_index", {"field": _identifier("prefix_index: field", field), "length": length, "candidates": items})

@@ -10,12 +10,13 @@ processes to randomize it, and clients import only the core.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
 from ldp.core.errors import ParameterError
-from ldp.core.queries import Query, QuerySpec, register_query
+from ldp.core.queries import FieldReads, Query, QuerySpec, register_query
 from ldp.core.randomizers import LocalRandomizer, RandomizerSpec
 from ldp.core.schema import RECORD_DTYPE, Schema
 
@@ -37,6 +38,13 @@ class RatioQuery(Query):
     """
 
     name = "lr_ratio"
+
+    @classmethod
+    def reads(cls, params: Mapping[str, Any]) -> FieldReads:
+        """The queries of the factors' randomizer specs (JSON: ``{"kind", "query", ...}``)."""
+        factors = params.get("factors")
+        items = factors if isinstance(factors, (list, tuple)) else []
+        return FieldReads.of(subqueries=[item[0].get("query") for item in items if isinstance(item, (list, tuple)) and item and isinstance(item[0], Mapping)])
 
     def __init__(self, spec: QuerySpec, schema: Schema) -> None:
         super().__init__(spec, schema)

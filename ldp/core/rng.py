@@ -25,6 +25,14 @@ Where counters come from:
 
 Keys: ``derive_key(*labels)`` (SHA-256 of the labels) gives reproducible keys from an
 experiment's seed; ``secret_key()`` gives 32 bytes from the operating system's CSPRNG.
+
+Process lives (invariant I1, docs/design.md §2a): a (key, user, nonce) must never reach the PRF
+twice, but a process that restarts with an in-memory ledger starts its nonces at 0 again. So the
+key a process life actually draws reports with is ``life_key(long_term_key, salt)``, HKDF-SHA256
+(RFC 5869) of the long-term report key and a salt: ``new_life_salt()`` (16 fresh bytes from the
+OS) for every life a user starts, so two lives never share a key even when their nonces repeat;
+an empty salt (the experiment vouches that its launches never repeat a life: seeded simulations)
+leaves the key unchanged, so seeded runs stay reproducible bit for bit.
 """
 
 from __future__ import annotations
@@ -38,6 +46,8 @@ from typing import Any, Protocol
 import numpy as np
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
+from ldp.core.errors import require_integer
+
 __all__ = [
     "Draws",
     "Streams",
@@ -47,12 +57,16 @@ __all__ = [
     "derive_key",
     "derive_key_bytes",
     "secret_key",
+    "life_key",
+    "new_life_salt",
     "KEY_BYTES",
+    "SALT_BYTES",
     "MAX_COUNTER",
     "MAX_DRAWS",
 ]
 
 KEY_BYTES = 32
+SALT_BYTES = 16  # a process life's salt: 128 random bits, so two lives collide with probability 2^-128
 COUNTER_BITS = 48
 DRAW_BITS = 16
 MAX_COUNTER = 1 << COUNTER_BITS  # counters are < 2^48 (the Ledger refuses a charge past that)
@@ -82,6 +96,45 @@ def derive_key_bytes(*labels: object) -> bytes:
 def secret_key() -> bytes:
     """A fresh 32-byte key from the operating system's CSPRNG: not reproducible."""
     return os.urandom(KEY_BYTES)
+
+
+def new_life_salt() -> bytes:
+    """A fresh salt for one process life (``SALT_BYTES`` from the OS CSPRNG), for ``life_key``."""
+    return os.urandom(SALT_BYTES)
+
+
+_LIFE_INFO = b"ldp.rng report key of one process life v1"
+
+
+def life_key(key: bytes, salt: bytes | None) -> bytes:
+    """The report key one process life draws with: HKDF-SHA256 of ``key`` and ``salt``.
+
+    Parameters
+    ----------
+    key : bytes
+        The long-term report key (``KEY_BYTES``): derived from a seeded spec, read from a key
+        file, or fresh.
+    salt : bytes or None
+        The life's salt (``new_life_salt()``). None or empty: the experiment vouches that no
+        (key, user, nonce) repeats (its launches are never restarted with the same nonces), and
+        ``key`` is returned unchanged, so seeded simulations are reproducible.
+
+    Returns
+    -------
+    bytes
+        ``KEY_BYTES`` bytes. HKDF (RFC 5869, Krawczyk 2010) with the salt as HKDF's salt: lives
+        with different salts get keys that are independent pseudorandom functions of ``key``, so
+        nonces that restart at 0 in a new life select fresh draws. The HKDF is the
+        ``cryptography`` package's.
+    """
+    if len(key) != KEY_BYTES:
+        raise ValueError(f"a report key has {KEY_BYTES} bytes, got {len(key)}")
+    if not salt:
+        return key
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
+    return HKDF(algorithm=hashes.SHA256(), length=KEY_BYTES, salt=bytes(salt), info=_LIFE_INFO).derive(key)
 
 
 @lru_cache(maxsize=256)
@@ -206,7 +259,9 @@ def generator(seed: int, *labels: object) -> np.random.Generator:
     Parameters
     ----------
     seed : int
-        The experiment's seed.
+        The experiment's seed: an integer in [0, 2^64), as ``RandomSource`` takes (a Python or
+        numpy integer; not a bool, a float or a string, whose ``int()`` would silently pick a
+        different stream or raise a builtin error).
     *labels : object
         What the randomness is for (strings, ints: their ``repr`` is hashed), e.g. a purpose
         and a trial number.
@@ -215,6 +270,11 @@ def generator(seed: int, *labels: object) -> np.random.Generator:
     -------
     numpy.random.Generator
         A fresh Generator over ``numpy.random.Philox``.
+
+    Raises
+    ------
+    ParameterError
+        ``seed`` is not an integer in [0, 2^64) (issue 23, invariant I6: one line naming it).
 
     Examples
     --------
@@ -225,5 +285,6 @@ def generator(seed: int, *labels: object) -> np.random.Generator:
     >>> bool((a == b).all()), bool((a == c).all())
     (True, False)
     """
+    seed = require_integer("generator seed", seed, 0, _MASK64, "[0, 2^64)")
     key = [derive_key("ldp.generator", int(seed), *labels), derive_key("ldp.generator.hi", int(seed), *labels)]
     return np.random.Generator(np.random.Philox(key=np.array(key, dtype=np.uint64)))

@@ -33,8 +33,12 @@ class Field:
     step: int = 1
 
     def __post_init__(self) -> None:
-        if not self.name.isidentifier():
-            raise ParameterError(f"field name must be an identifier, got {self.name!r}")
+        if not isinstance(self.name, str) or not self.name.isidentifier():
+            raise ParameterError(f"field name must be an identifier, got {self.name!r}"[:300])
+        for key in ("length", "low", "high", "step"):  # not a bool, float or string (issue 23, I6)
+            value = getattr(self, key)
+            if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+                raise ParameterError(f"field {self.name!r}: {key} must be an integer, got {value!r}"[:300])
         if self.length < 1:
             raise ParameterError(f"field {self.name!r}: length must be ≥ 1, got {self.length}")
         if not -(2**15) <= self.low < self.high < 2**15:
@@ -61,6 +65,8 @@ class Schema:
     fields: tuple[Field, ...]
 
     def __post_init__(self) -> None:
+        if not isinstance(self.fields, tuple) or not all(isinstance(f, Field) for f in self.fields):
+            raise ParameterError(f"a schema's fields must be a tuple of Field, got {self.fields!r}"[:300])
         names = [f.name for f in self.fields]
         if len(set(names)) != len(names):
             raise ParameterError(f"schema field names must be unique, got {names}")
@@ -111,8 +117,31 @@ class Schema:
             raise ParameterError("records hold values outside the schema's field ranges")
 
     def to_json(self) -> list[dict[str, Any]]:
+        """The public description's layout: a bare list of fields with every key.
+
+        Unversioned on purpose: it is what ``Ready.description_json`` carries and what a data
+        file's identity hashes (``ldp.core.datafile``), so a ``format`` key here would change the
+        wire and every data population's ledger identity. Schema *files* are versioned
+        (``ldp.core.datafile.schema_to_json``: ``{"format": 1, "fields": [...]}``)."""
         return [dict(name=f.name, length=f.length, low=f.low, high=f.high, step=f.step) for f in self.fields]
 
     @classmethod
     def from_json(cls, data: list[dict[str, Any]]) -> Schema:
-        return cls(tuple(Field(**d) for d in data))
+        """The list ``to_json`` wrote; a wrong shape, an unknown or missing key or a wrong type
+        is a one-line ParameterError naming it (never a builtin TypeError)."""
+        if isinstance(data, (str, bytes)) or not isinstance(data, (list, tuple)):
+            raise ParameterError(f"a schema is a list of field objects, got {type(data).__name__}")
+        fields = []
+        for k, item in enumerate(data):
+            if not isinstance(item, dict):
+                raise ParameterError(f"schema field #{k + 1} must be an object with keys {list(_FIELD_KEYS)}, got {item!r}"[:300])
+            unknown = sorted(str(key) for key in item if key not in _FIELD_KEYS)
+            if unknown:
+                raise ParameterError(f"schema field #{k + 1}: unknown keys {unknown} (a field has {list(_FIELD_KEYS)})")
+            if "name" not in item:
+                raise ParameterError(f"schema field #{k + 1} has no 'name' key")
+            fields.append(Field(**item))
+        return cls(tuple(fields))
+
+
+_FIELD_KEYS = ("name", "length", "low", "high", "step")  # what Schema.to_json writes per field

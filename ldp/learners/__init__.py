@@ -1,7 +1,4 @@
 """Learners: MASKED-PARITY (interactive vs non-interactive local), PARITY (central Algorithm A/A*
-and a local attempt), the generic private Occam learner, and the Theorem 5.1 demonstration.
-See docs/learners.md."""
-
-from ldp.learners.results import BOTTOM_ERROR, LearnerResult, NoHypothesis, true_error
-
-__all__ = ["LearnerResult", "NoHypothesis", "true_error", "BOTTOM_ERROR"]
+and a local attempt), the generic private Occam learner, the HRS release through the local model
+(``hrs_local``), and the Theorem 5.1 demonstration. What they return (``LearnerResult``,
+``NoHypothesis``, ``true_error``) lives in ``ldp.core.learner_result``. See docs/learners.md."""

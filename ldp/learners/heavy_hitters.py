@@ -35,9 +35,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ldp.core.errors import LDPError, ParameterError, require_epsilon
-from ldp.core.queries import prefix_index, user_parity_groups
-from ldp.core.randomizers import KaryRandomizedResponse, LocalRandomizer, RandomizerSpec, kary_rr_probabilities
+from ldp.core.errors import LDPError, ParameterError, require_epsilon, require_integer
+from ldp.core.queries import user_parity_groups
+from ldp.core.query_specs import prefix_index
+from ldp.core.randomizer_base import kary_rr_probabilities
+from ldp.core.randomizers import LocalRandomizer, RandomizerSpec
+from ldp.core.rr_mechanisms import KaryRandomizedResponse
 from ldp.local.messages import SessionKind
 from ldp.local.oracle import LROracle
 from ldp.local.session import Request, Session
@@ -149,12 +152,6 @@ def _oracle_frequencies(lr: LROracle, spec: RandomizerSpec, reports: np.ndarray,
     return np.asarray(frequency_estimates(randomizer, reports), dtype=np.float64)[:candidates]
 
 
-def _check(name: str, value: object, low: int, high: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not low <= value <= high:
-        raise ParameterError(f"PEM: {name} must be an integer in [{low}, {high}], got {value!r}")
-    return int(value)
-
-
 async def learn_heavy_hitters_pem(
     lr: LROracle,
     *,
@@ -222,9 +219,9 @@ async def learn_heavy_hitters_pem(
     >>> 0.25 < found.frequencies[0] < 0.36  # 0.3 + 0.7/1024
     True
     """
-    bits = _check("bits", bits, 1, 62)
-    k = _check("k", k, 1, 1024)
-    step = _check("step", step, 1, 12)
+    bits = require_integer("PEM: bits", bits, 1, 62)
+    k = require_integer("PEM: k", k, 1, 1024)
+    step = require_integer("PEM: step", step, 1, 12)
     epsilon = require_epsilon(epsilon)
     if k * 2**step >= 4096:
         raise ParameterError(f"PEM: k·2^step = {k * 2**step} candidates per round; a prefix_index query carries at most 4095 (lower k or step)")

@@ -9,7 +9,7 @@ separation sweep uses d = 20 and 24).
 Learners
 --------
 * ``learn_masked_parity_sq(oracle)`` — the adaptive SQ learner of §5.1, against any ``SQOracle``.
-  Through ``ldp.sq.local.LocalSQOracle(adaptive=True)`` it *is* the interactive local protocol of
+  Through ``ldp.sq.local_sq_oracle.LocalSQOracle(adaptive=True)`` it *is* the interactive local protocol of
   Theorem 4.8 / Lemma 4.3 (fresh users per query).
   Step 1: g_j = 1[i = j ∧ b = 1 ∧ y = −1], j < d, tolerance τ < 1/(4d): E[g_j] = r_j/(2d)
   (the paper prints "1/2^d"; it is 1/(2d)), so r_j = 1[answer > 1/(4d)].
@@ -19,7 +19,9 @@ Learners
   asks d disjoint groups of m1 users for g_j through binary randomized response, round 2 asks m2
   fresh users for g_d. The thresholds are 1/(4d) and 1/4, so group sizes are split
   m1 : m2 = d² : 1 (equal signal-to-noise per decision): m1 = ⌊n·d²/(d³+1)⌋. Users needed:
-  Θ(d³ log d/ε²).
+  Θ(d³ log d/ε²). Faithful to §5.1 and kept as printed; the sharper interactive learner, one
+  correlation query per user in round 1 (Θ(d² log d/ε²) users), is
+  ``ldp.learners.masked_parity_correlation.learn_masked_parity_correlation``.
 * ``learn_masked_parity_lni(lr, d, ε, rng)`` (LNI) — the fair one-round learner, the strongest
   non-interactive one we know: one round of the d bit queries and the a-query of *every* one of
   the 2^d candidates r (``a_query_family``: one request, users split evenly over the candidates),
@@ -52,7 +54,7 @@ interactive protocol escapes it: round 2's randomizer depends on r.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -61,15 +63,17 @@ from scipy.stats import norm
 
 from ldp.core.concepts import MaskedParityConcept, bits_to_int, concept_class
 from ldp.core.errors import ParameterError
-from ldp.core.queries import QuerySpec, affine, conjunction, label_query, parity, product, record_query, user_parity, user_parity_groups
-from ldp.core.randomizers import BinaryRandomizedResponse, LocalRandomizer, RandomizerSpec, RecordRandomizedResponse
+from ldp.core.learner_result import LearnerResult
+from ldp.core.queries import QuerySpec, user_parity_groups
+from ldp.core.query_specs import affine, conjunction, label_query, parity, product, record_query, user_parity
+from ldp.core.randomizers import LocalRandomizer, RandomizerSpec
+from ldp.core.rr_mechanisms import BinaryRandomizedResponse, RecordRandomizedResponse
 from ldp.core.schema import Schema
-from ldp.learners.results import LearnerResult
 from ldp.local.messages import SessionKind
 from ldp.local.oracle import LROracle, Reports
 from ldp.local.session import Request, Session
 from ldp.sq.bounds import users_per_query
-from ldp.sq.oracle import SQOracle
+from ldp.sq.sq_oracle import SQOracle
 
 __all__ = [
     "bit_query",
@@ -83,6 +87,7 @@ __all__ = [
     "LNIPlan",
     "lni_plan",
     "lni_success",
+    "best_group_size",
     "lni_users_for",
     "li_lemma43_users",
     "lni_lemma43_users",
@@ -273,15 +278,29 @@ def lni_plan(n: int, d: int, epsilon: float) -> LNIPlan:
     n = int(n)
     if n < d + 1:
         raise ParameterError(f"the one-round MASKED-PARITY learner needs ≥ d + 1 = {d + 1} users, got {n}")
-    top = (n - 1) // d
+    per_group, predicted = best_group_size(n, d, lambda m, rest: lni_success(d, epsilon, m, rest))
+    return LNIPlan(d, n, per_group, n - d * per_group, predicted)
+
+
+def best_group_size(n: int, groups: int, success: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> tuple[int, float]:
+    """The users per group m ∈ [1, (n − 1) // groups] that maximizes ``success(m, n − groups·m)``.
+
+    The split of n users between ``groups`` equal groups and the rest, as the one-round and the
+    correlation learners plan it: a geometric grid of ≤ 400 sizes, then every size (or ≤ 400 of
+    them) between the grid's best's neighbours. ``success`` is vectorized over both arrays.
+
+    Returns
+    -------
+    (m, predicted success) : tuple[int, float]
+    """
+    top = (n - 1) // groups
     grid = np.unique(np.concatenate([np.geomspace(1, top, num=min(top, 400)).astype(np.int64), [1, top]]))
-    success = lni_success(d, epsilon, grid, n - d * grid)
-    best = int(np.argmax(success))
+    best = int(np.argmax(success(grid, n - groups * grid)))
     lo, hi = int(grid[max(best - 1, 0)]), int(grid[min(best + 1, len(grid) - 1)])
     fine = np.arange(lo, hi + 1, max(1, (hi - lo) // 400), dtype=np.int64)
-    fine_success = lni_success(d, epsilon, fine, n - d * fine)
+    fine_success = success(fine, n - groups * fine)
     k = int(np.argmax(fine_success))
-    return LNIPlan(d, n, int(fine[k]), int(n - d * fine[k]), float(fine_success[k]))
+    return int(fine[k]), float(fine_success[k])
 
 
 def lni_users_for(d: int, epsilon: float, success: float = 0.95) -> int:

@@ -1,6 +1,6 @@
 """The generic private agnostic learner (KLNRS Theorem 3.7, "private Occam's razor").
 
-The exponential mechanism (``ldp.central.exponential``) over a finite class H with score
+The exponential mechanism (``ldp.core.exponential_mechanism``) over a finite class H with score
 q(z, h) = −#{i : h(x_i) ≠ y_i}; Δq = 1, so choosing h with probability ∝ exp(ε·q(z,h)/2) is ε-DP
 (Theorem 3.6). With n ≥ (ln|H| + ln(2/β))·max(4/(εα), 2/α²) examples the output has error
 ≤ OPT + α with probability ≥ 1 − β — with or without label noise (agnostic).
@@ -25,7 +25,6 @@ import math
 
 import numpy as np
 
-from ldp.central.exponential import exponential_log_probabilities, exponential_mechanism
 from ldp.core.concepts import (
     Concept,
     ConjunctionConcept,
@@ -36,8 +35,9 @@ from ldp.core.concepts import (
     int_to_bits,
 )
 from ldp.core.errors import ParameterError
+from ldp.core.exponential_mechanism import exponential_log_probabilities, exponential_mechanism
 from ldp.core.fourier import walsh_hadamard
-from ldp.learners.results import LearnerResult
+from ldp.core.learner_result import LearnerResult
 
 __all__ = [
     "walsh_hadamard",
@@ -58,7 +58,8 @@ def class_size(name: str, d: int) -> int:
     return {"parity": 2**d, "point": 2**d, "threshold": 2**d + 1, "conjunction": 3**d}[name]
 
 
-def _check(name: str, d: int) -> None:
+def _require_occam_class(name: str, d: int) -> None:
+    """Refuse a class the Occam learner does not know, or a d too large to score exhaustively."""
     if name not in OCCAM_CLASSES:
         raise ParameterError(f"the Occam learner knows {OCCAM_CLASSES}, got {name!r}")
     if not 1 <= d <= _MAX_D[name]:
@@ -72,7 +73,7 @@ def _conjunction_table(d: int) -> np.ndarray:
 
 def occam_scores(name: str, d: int, features: np.ndarray, labels: np.ndarray) -> np.ndarray:
     """q(z, h) = −#misclassified for every h in the class, indexed as ``occam_hypothesis`` decodes."""
-    _check(name, d)
+    _require_occam_class(name, d)
     features = np.asarray(features)[:, :d]
     labels = np.asarray(labels).astype(np.int64).ravel()
     n = len(labels)
@@ -98,7 +99,7 @@ def occam_scores(name: str, d: int, features: np.ndarray, labels: np.ndarray) ->
 
 def occam_hypothesis(name: str, d: int, index: int) -> Concept:
     """The hypothesis with index ``index`` in ``occam_scores`` order."""
-    _check(name, d)
+    _require_occam_class(name, d)
     if name == "parity":
         return ParityConcept(tuple(int(v) for v in int_to_bits(index, d)))
     if name == "point":

@@ -26,8 +26,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ldp.core.concepts import ParityConcept, bits_to_int
-from ldp.core.errors import ParameterError
-from ldp.learners.results import LearnerResult, NoHypothesis
+from ldp.core.errors import ParameterError, require_epsilon
+from ldp.core.learner_result import LearnerResult, NoHypothesis
 
 __all__ = [
     "PackedExamples",
@@ -241,9 +241,10 @@ def solve_gf2(examples: PackedExamples, chunk: int | None = None) -> AffineSolut
 # --- Algorithm A and A* ---
 
 
-def _check_epsilon(epsilon: float) -> float:
-    eps = float(epsilon)
-    if not (math.isfinite(eps) and 0.0 < eps <= MAX_EPSILON_A):
+def _algorithm_a_epsilon(epsilon: float) -> float:
+    """ε for Algorithm A: the common check (``require_epsilon``), then Lemma 3.2's limit ε ≤ 2."""
+    eps = require_epsilon(epsilon)
+    if eps > MAX_EPSILON_A:
         raise ParameterError(f"Algorithm A needs 0 < ε ≤ {MAX_EPSILON_A} (p = ε/4 keeps it ε-DP), got ε={epsilon!r}")
     return eps
 
@@ -261,7 +262,7 @@ def algorithm_a(
     ``keep_probability`` / ``bottom_probability`` exist to build the broken variants the privacy
     tests must catch; the defaults (ε/4 and 1/2) are the paper's algorithm.
     """
-    eps = _check_epsilon(epsilon)
+    eps = _algorithm_a_epsilon(epsilon)
     p = eps / 4.0 if keep_probability is None else float(keep_probability)
     common = dict(users=examples.n, rounds=0, queries=0, epsilon=eps, algorithm="parity-A", model="central")
     if rng.random() < bottom_probability:
@@ -290,7 +291,7 @@ def algorithm_a_star(examples: PackedExamples, epsilon: float, beta: float, rng:
     n ≥ ``a_star_sample_size``.
     """
     k = a_star_iterations(beta)
-    eps = _check_epsilon(epsilon)
+    eps = _algorithm_a_epsilon(epsilon)
     run_eps = eps / k
     kept = []
     for it in range(k):
@@ -298,14 +299,12 @@ def algorithm_a_star(examples: PackedExamples, epsilon: float, beta: float, rng:
         kept.append(res.details["kept"])
         if not res.is_bottom:
             details = {**res.details, "iterations": it + 1, "k": k, "epsilon_per_run": run_eps, "kept_per_run": kept}
-            return LearnerResult(res.hypothesis, examples.n, 0, 0, eps, details, algorithm="parity-A*", model="central")
+            return LearnerResult(res.hypothesis, users=examples.n, epsilon=eps, details=details, algorithm="parity-A*", model="central")
     return LearnerResult(
         NoHypothesis("all runs ⊥"),
-        examples.n,
-        0,
-        0,
-        eps,
-        {"outcome": "bottom", "iterations": k, "k": k, "epsilon_per_run": run_eps, "kept_per_run": kept},
+        users=examples.n,
+        epsilon=eps,
+        details={"outcome": "bottom", "iterations": k, "k": k, "epsilon_per_run": run_eps, "kept_per_run": kept},
         algorithm="parity-A*",
         model="central",
     )

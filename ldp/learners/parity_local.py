@@ -21,9 +21,11 @@ import numpy as np
 
 from ldp.core.concepts import ParityConcept, int_to_bits
 from ldp.core.errors import ParameterError
-from ldp.core.queries import QuerySpec, affine, label_query, parity, product, user_parity, user_parity_candidate
-from ldp.core.randomizers import BinaryRandomizedResponse, RandomizerSpec
-from ldp.learners.results import LearnerResult
+from ldp.core.learner_result import LearnerResult
+from ldp.core.queries import QuerySpec, user_parity_candidate
+from ldp.core.query_specs import affine, label_query, parity, product, user_parity
+from ldp.core.randomizers import RandomizerSpec
+from ldp.core.rr_mechanisms import BinaryRandomizedResponse
 from ldp.local.messages import SessionKind
 from ldp.local.oracle import LROracle
 from ldp.local.session import Request, Session

@@ -94,7 +94,8 @@ from ldp.core.concepts import MaskedParityConcept, concept_class, int_to_bits
 from ldp.core.errors import ParameterError, require_epsilon, require_positive_finite, require_probability
 from ldp.core.fourier import walsh_hadamard
 from ldp.core.population import PopulationSpec
-from ldp.core.queries import QuerySpec, affine, bent, conjunction, label_query, make_query, product
+from ldp.core.queries import QuerySpec, make_query
+from ldp.core.query_specs import affine, bent, conjunction, label_query, product
 from ldp.core.schema import RECORD_DTYPE, Field, Schema
 from ldp.learners.masked_parity import a_query, bit_query
 from ldp.sq.adversarial import AdversarialSQOracle
@@ -116,6 +117,11 @@ __all__ = [
     "parseval_separation_bound",
     "nasq_queries_lower_bound",
     "lni_users_lower_bound",
+    "binary_kl",
+    "per_user_chi2_bound",
+    "lni_users_lower_bound_kl",
+    "lni_users_lower_bound_tv",
+    "LOWER_BOUNDS",
     "run_against_adversary",
     "theorem51_census",
     "ADVERSARIES",
@@ -396,6 +402,67 @@ def lni_users_lower_bound(d: int, epsilon: float, beta: float) -> int:
     eps = require_epsilon(epsilon)
     b = require_probability("beta", beta, low=0.0, high=0.25)
     return math.ceil(4 * 2.0 ** int(d) * math.log(1 / (4 * b)) / math.expm1(eps) ** 2)
+
+
+def binary_kl(p: float, q: float) -> float:
+    """kl(p‖q) = p ln(p/q) + (1 − p) ln((1 − p)/(1 − q)), the KL divergence between Bernoulli(p)
+    and Bernoulli(q) (0 ln 0 = 0), for p ∈ [0, 1], q ∈ (0, 1)."""
+    if not (0.0 <= p <= 1.0 and 0.0 < q < 1.0):
+        raise ParameterError(f"binary_kl needs p in [0, 1] and q in (0, 1), got p={p!r}, q={q!r}")
+    return float((p * math.log(p / q) if p > 0 else 0.0) + ((1 - p) * math.log((1 - p) / (1 - q)) if p < 1 else 0.0))
+
+
+def per_user_chi2_bound(epsilon: float, step: str = "tv") -> float:
+    """The per-user bound on Σ_r χ²(M_{r,0}‖M_{r,1}) for ONE fixed ε-local randomizer.
+
+    ``step="parseval"`` (docs/theorem51.md, step 3): (e^ε − 1)²/4.
+    ``step="tv"`` (step 3′, tighter): (e^ε − 1)²/(2(e^ε + 1)). Jensen over i gives
+    Σ_r ĝ_w(r)² ≤ E_z[D_w(z)²] with D_w(z) = Q(w|z,+1) − Q(w|z,−1); Q_min(w) ≥ e^{−ε}max(Q(w|z,±1))
+    gives D_w²/Q_min ≤ (e^ε − 1)|D_w|; and Σ_w |D_w(z)| = 2·TV ≤ 2(e^ε − 1)/(e^ε + 1) for two
+    inputs of an ε-LDP randomizer. Binary randomized response on a bent query attains it up to
+    the factor (e^ε + 1)/2 lost in M_{r,1} ≥ Q_min."""
+    eps = require_epsilon(epsilon)
+    if step == "parseval":
+        return math.expm1(eps) ** 2 / 4
+    if step == "tv":
+        return math.expm1(eps) ** 2 / (2 * (math.exp(eps) + 1))
+    raise ParameterError(f"per_user_chi2_bound: step must be 'parseval' or 'tv', got {step!r}")
+
+
+def _lower_bound_args(d: int, epsilon: float, beta: float, where: str) -> tuple[int, float, float]:
+    if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 1:
+        raise ParameterError(f"{where}: d must be an integer ≥ 1, got {d!r}")
+    return int(d), require_epsilon(epsilon), require_probability("beta", beta, low=0.0, high=0.5)
+
+
+def lni_users_lower_bound_kl(d: int, epsilon: float, beta: float) -> int:
+    """The corrected Theorem 5.1 bound with Bretagnolle–Huber replaced by the binary-KL
+    data-processing inequality: ⌈4·2^d·kl(β‖1 − β)/(e^ε − 1)²⌉ = ⌈4·2^d·(1 − 2β)ln((1 − β)/β)/(e^ε − 1)²⌉.
+
+    Step 6′ (docs/theorem51.md): the test φ has P_{r,0}(φ = 1) ≤ β and P_{r,1}(φ = 1) ≥ 1 − β, so
+    KL(P_{r,0}‖P_{r,1}) ≥ kl(P_{r,0}(φ=1)‖P_{r,1}(φ=1)) ≥ kl(β‖1 − β) (data processing, then
+    monotonicity of kl away from the diagonal). At ε = 1, β = 0.05: 3.5902·2^d (BH: 2.1804·2^d).
+    Valid for β ∈ (0, ½), where BH needs β < ¼."""
+    d, eps, b = _lower_bound_args(d, epsilon, beta, "lni_users_lower_bound_kl")
+    return math.ceil(2.0**d * binary_kl(b, 1 - b) / per_user_chi2_bound(eps, "parseval"))
+
+
+def lni_users_lower_bound_tv(d: int, epsilon: float, beta: float) -> int:
+    """The tightest bound here: steps 3′ and 6′ together, ⌈2^d·kl(β‖1 − β)·2(e^ε + 1)/(e^ε − 1)²⌉.
+
+    The per-user χ² budget (e^ε − 1)²/(2(e^ε + 1)) (``per_user_chi2_bound(ε, "tv")``) replaces
+    (e^ε − 1)²/4: a factor 2/(e^ε + 1) smaller (0.538 at ε = 1), so the bound is (e^ε + 1)/2 times
+    ``lni_users_lower_bound_kl``: 6.6746·2^d at ε = 1, β = 0.05. Valid for β ∈ (0, ½)."""
+    d, eps, b = _lower_bound_args(d, epsilon, beta, "lni_users_lower_bound_tv")
+    return math.ceil(2.0**d * binary_kl(b, 1 - b) / per_user_chi2_bound(eps, "tv"))
+
+
+LOWER_BOUNDS = {
+    "bretagnolle-huber": lni_users_lower_bound,
+    "binary-kl": lni_users_lower_bound_kl,
+    "binary-kl+tv": lni_users_lower_bound_tv,
+}
+"""The three non-interactive lower bounds by name, loosest first (all hold; the last is the tightest)."""
 
 
 # --- the census against an adversary ---

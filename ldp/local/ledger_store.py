@@ -29,6 +29,16 @@ may share one SQLite file (a busy timeout serializes their writes) provided thei
 identity are disjoint. The budget is the caller's: opening with another budget changes the
 allowance, never the spent units. Stores are guarded by a lock; a ``Ledger`` is not thread-safe.
 
+**Exclusive claims** (invariants I1 and I2, docs/design.md §4): two live holders of the same
+users of one SQLite ledger would both charge them from the same state (each spends the whole
+budget, and with the same report key each draws the same coins). So an SQLite store claims the
+users of every ledger it opens, for as long as the ledger is open: an OS byte-range lock
+(``fcntl.lockf``, POSIX record locks) on bytes first_user..stop−1 of a sidecar lock file, one
+per identity (``PATH.claims/<sha256(identity)[:32]>.lock``). A second live holder, in another
+process or in this one, is refused with a ``LedgerClaimError`` naming the users and the file.
+The kernel drops a process's locks when it exits, kill -9 included, so a restart never finds a
+stale claim. Disjoint users of one identity (the P processes of one launch) do not conflict.
+
 **SQLite layout** (no row per user per charge; ``PRAGMA user_version`` = 1):
 
 - ``identities(id, identity)``: the identity strings, numbered.
@@ -56,9 +66,14 @@ state after it.
 
 from __future__ import annotations
 
+import errno
+import fcntl
+import hashlib
+import itertools
 import os
 import sqlite3
 import threading
+import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -68,10 +83,10 @@ from types import TracebackType
 
 import numpy as np
 
-from ldp.core.budget import NONCE_LIMIT, Charge, Ledger, _span
+from ldp.core.budget import NONCE_LIMIT, Charge, Ledger, contiguous_span
 from ldp.core.errors import LDPError, ParameterError, require_epsilon
 
-__all__ = ["LedgerStore", "MemoryLedgerStore", "SqliteLedgerStore", "open_store"]
+__all__ = ["LedgerClaimError", "LedgerStore", "MemoryLedgerStore", "SqliteLedgerStore", "open_store"]
 
 _FORMAT = 1
 _I8 = np.dtype("<i8")
@@ -88,6 +103,97 @@ def _check_range(first_user: object, count: object) -> tuple[int, int]:
     if first < 0 or n < 0 or first + n > 1 << 62:
         raise ParameterError(f"ledger needs first_user ≥ 0 and count ≥ 0, got {first_user}, {count}")
     return first, n
+
+
+class LedgerClaimError(LDPError):
+    """Another live holder (a process, or another store in this one) holds some of these users."""
+
+
+# -- claims: who may charge which users of a durable ledger ------------------------------------
+#
+# POSIX record locks belong to a (process, file) pair: a second lock by the same process never
+# conflicts, and closing *any* descriptor of the file drops all of the process's locks on it.
+# So this process opens each lock file once, keeps what it holds in a registry, refuses overlaps
+# between its own stores there, and leaves the kernel to refuse other processes.
+
+
+@dataclass
+class _ClaimFile:
+    fd: int
+    held: dict[int, tuple[int, int]]  # claim token → (first user, stop)
+
+
+_CLAIMS: dict[str, _ClaimFile] = {}
+_CLAIMS_LOCK = threading.Lock()
+_TOKENS = itertools.count(1)
+
+
+def _claim_path(ledger: Path, identity: str) -> str:
+    folder = Path(str(ledger) + ".claims")
+    try:
+        folder.mkdir(mode=0o700, exist_ok=True)
+    except OSError as exc:
+        raise LDPError(f"cannot make the ledger's claims folder {folder}: {exc.strerror or exc}") from None
+    name = hashlib.sha256(identity.encode()).hexdigest()[:32]
+    return os.path.realpath(folder / f"{name}.lock")
+
+
+def _claim(ledger: Path, identity: str, first: int, stop: int) -> tuple[str, int]:
+    """Claim users first..stop−1 of ``identity`` in the ledger file ``ledger``; (lock file, token)."""
+    path = _claim_path(ledger, identity)
+    with _CLAIMS_LOCK:
+        entry = _CLAIMS.get(path)
+        if entry is not None:
+            for lo, hi in entry.held.values():
+                if lo < stop and first < hi:
+                    raise LedgerClaimError(
+                        f"users {max(lo, first)}..{min(hi, stop) - 1} of this data in the ledger {ledger} are already open in another "
+                        "ledger store of this process: close it first (two holders would spend the same budget twice)"
+                    )
+        else:
+            try:
+                entry = _ClaimFile(os.open(path, os.O_RDWR | os.O_CREAT, 0o600), {})
+            except OSError as exc:
+                raise LDPError(f"cannot open the ledger's claim file {path}: {exc.strerror or exc}") from None
+            _CLAIMS[path] = entry
+        try:
+            fcntl.lockf(entry.fd, fcntl.LOCK_EX | fcntl.LOCK_NB, stop - first, first, os.SEEK_SET)
+        except OSError as exc:
+            if not entry.held:
+                del _CLAIMS[path]
+                os.close(entry.fd)
+            if exc.errno in (errno.EACCES, errno.EAGAIN):
+                raise LedgerClaimError(
+                    f"another live process holds users of {first}..{stop - 1} of this data in the ledger {ledger}: "
+                    "two processes charging the same users from one ledger would spend their budget twice; stop the other one first"
+                ) from None
+            raise LDPError(f"cannot claim users {first}..{stop - 1} in the ledger {ledger}: {exc.strerror or exc}") from None
+        token = next(_TOKENS)
+        entry.held[token] = (first, stop)
+        return path, token
+
+
+def _unclaim(claims: dict[int, str], token: int) -> None:
+    """Release one claim (tokens map to their lock files in ``claims``, the store's own dict)."""
+    path = claims.pop(token, None)
+    if path is None:
+        return
+    with _CLAIMS_LOCK:
+        entry = _CLAIMS.get(path)
+        if entry is None or token not in entry.held:
+            return
+        first, stop = entry.held.pop(token)
+        if entry.held:  # other claims of this process stay locked: unlock exactly this range (claims never overlap)
+            fcntl.lockf(entry.fd, fcntl.LOCK_UN, stop - first, first, os.SEEK_SET)
+        else:  # nothing left: closing the descriptor drops the lock
+            del _CLAIMS[path]
+            os.close(entry.fd)
+
+
+def _unclaim_all(claims: dict[int, str]) -> None:
+    """Release every claim in ``claims`` (at close, or when an unclosed store is collected)."""
+    for token in list(claims):
+        _unclaim(claims, token)
 
 
 def _overlaps(ledger: Ledger, first: int, stop: int) -> bool:
@@ -284,6 +390,7 @@ class _Open:
     ledger: Ledger
     rows: int = 0
     bytes: int = 0
+    claim: int = 0  # the token of its claim on its users (0: none, an empty range)
 
 
 def _log_row(key: int, charge: Charge) -> tuple[int, int, int, bytes | None, bytes | None, int] | None:
@@ -292,7 +399,7 @@ def _log_row(key: int, charge: Charge) -> tuple[int, int, int, bytes | None, byt
     if not accepted.any():
         return None
     users = charge.ids() if charge.span is None else None
-    span = charge.span if users is None else _span(users)
+    span = charge.span if users is None else contiguous_span(users)
     if span is not None:
         (first, stop), ids = span, None
     else:
@@ -337,6 +444,10 @@ class SqliteLedgerStore(LedgerStore):
         self._lock = threading.RLock()
         self._live: list[_Open] = []
         self._closed = False
+        # Claims on users (module docstring), released at close, or when a store that was never
+        # closed is collected (the finalizer holds the dict, not the store).
+        self._claims: dict[int, str] = {}
+        self._finalizer = weakref.finalize(self, _unclaim_all, self._claims)
         try:
             self._db.execute("PRAGMA busy_timeout = 60000")
             mode = self._db.execute("PRAGMA journal_mode = WAL").fetchone()[0]
@@ -351,6 +462,9 @@ class SqliteLedgerStore(LedgerStore):
                     if statement.strip():
                         self._db.execute(statement)
                 self._db.execute(f"PRAGMA user_version = {_FORMAT}")
+        except sqlite3.DatabaseError as exc:  # "file is not a database", a read-only file...: one line, no traceback
+            self._db.close()
+            raise LDPError(f"the ledger {self.path} cannot be used: {exc} (name a new file, or a ledger this program wrote)") from None
         except BaseException:
             self._db.close()
             raise
@@ -399,27 +513,45 @@ class SqliteLedgerStore(LedgerStore):
                 for held in overlapping:
                     held.ledger._close()
                     self._live.remove(held)
-            with self._write():
-                self._db.execute("INSERT OR IGNORE INTO identities (identity) VALUES (?)", (identity,))
-                key = int(self._db.execute("SELECT id FROM identities WHERE identity = ?", (identity,)).fetchone()[0])
-                snapshots = self._db.execute(
-                    "SELECT first_user, stop, as_of, spent, nonces FROM snapshots "
-                    "WHERE identity_id = ? AND first_user < ? AND stop > ? ORDER BY first_user",
-                    (key, stop, first),
-                ).fetchall()
-                covered = sum(min(s[1], stop) - max(s[0], first) for s in snapshots)
-                since = min([s[2] for s in snapshots] + ([0] if covered < n else []))
-                rows = self._db.execute(
-                    "SELECT seq, first_user, stop, ids, accepted, units FROM charges "
-                    "WHERE identity_id = ? AND seq > ? AND first_user < ? AND stop > ? ORDER BY seq",
-                    (key, since, stop, first),
-                ).fetchall()
-            spent, nonces, log_bytes = _replay(first, n, snapshots, rows)
-            if nonces.size and int(nonces.max()) >= NONCE_LIMIT:
-                raise LDPError(f"{self.path}: identity {identity!r} holds a nonce ≥ 2^48: the file is corrupt")
-            ledger = Ledger(first, n, budget, spent=spent, nonces=nonces, journal=True)
-            self._live.append(_Open(identity, key, ledger, rows=len(rows), bytes=log_bytes))
+                    _unclaim(self._claims, held.claim)
+            # Claim the users before reading their state: a second live holder would charge from
+            # the same state (LedgerClaimError names the users and the file).
+            token = 0
+            if n:
+                claim_path, token = _claim(self.path, identity, first, stop)
+                self._claims[token] = claim_path
+            try:
+                ledger, key, rows, log_bytes = self._read(identity, first, n, budget)
+            except BaseException:
+                _unclaim(self._claims, token)
+                raise
+            self._live.append(_Open(identity, key, ledger, rows=rows, bytes=log_bytes, claim=token))
             return ledger
+
+    def _read(self, identity: str, first: int, n: int, budget: float) -> tuple[Ledger, int, int, int]:
+        """The ledger of users first..first+n−1 of ``identity`` as the file holds it; with the
+        identity's number, the log rows replayed and their bytes."""
+        stop = first + n
+        with self._write():
+            self._db.execute("INSERT OR IGNORE INTO identities (identity) VALUES (?)", (identity,))
+            key = int(self._db.execute("SELECT id FROM identities WHERE identity = ?", (identity,)).fetchone()[0])
+            snapshots = self._db.execute(
+                "SELECT first_user, stop, as_of, spent, nonces FROM snapshots "
+                "WHERE identity_id = ? AND first_user < ? AND stop > ? ORDER BY first_user",
+                (key, stop, first),
+            ).fetchall()
+            covered = sum(min(s[1], stop) - max(s[0], first) for s in snapshots)
+            since = min([s[2] for s in snapshots] + ([0] if covered < n else []))
+            rows = self._db.execute(
+                "SELECT seq, first_user, stop, ids, accepted, units FROM charges "
+                "WHERE identity_id = ? AND seq > ? AND first_user < ? AND stop > ? ORDER BY seq",
+                (key, since, stop, first),
+            ).fetchall()
+        spent, nonces, log_bytes = _replay(first, n, snapshots, rows)
+        if nonces.size and int(nonces.max()) >= NONCE_LIMIT:
+            raise LDPError(f"{self.path}: identity {identity!r} holds a nonce ≥ 2^48: the file is corrupt")
+        ledger = Ledger(first, n, budget, spent=spent, nonces=nonces, journal=True)
+        return ledger, key, len(rows), log_bytes
 
     # -- commit ----------------------------------------------------------------------------
 
@@ -506,6 +638,7 @@ class SqliteLedgerStore(LedgerStore):
                 self._live.clear()
                 self._closed = True
                 self._db.close()
+                _unclaim_all(self._claims)  # only now, with every charge in the file, may another holder take them
 
 
 def _replay(first: int, count: int, snapshots: list[tuple], rows: list[tuple]) -> tuple[np.ndarray, np.ndarray, int]:

@@ -13,10 +13,20 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ldp.core.budget import has_repeats
-from ldp.core.errors import ParameterError
+from ldp.core.errors import ParameterError, require_deadline, require_integer
 from ldp.core.randomizers import RandomizerSpec
 
 __all__ = ["SessionKind", "Users", "Assignment", "RoundRequest", "Result", "RoundReply", "Status"]
+
+
+# User ids travel as int64 (packed ids) and uint64 (range ends): a range ends below 2^63, where
+# ``len`` and an int64 id array would overflow. Ids past the population are the shards' to refuse
+# ("no connected shard holds", "names users outside this shard"), with the users named.
+ID_LIMIT = 1 << 63
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
 
 
 class SessionKind(enum.IntEnum):
@@ -49,6 +59,11 @@ class SessionKind(enum.IntEnum):
 
     NON_INTERACTIVE = 1
     INTERACTIVE = 2
+
+    @classmethod
+    def _missing_(cls, value: object) -> SessionKind:
+        # Enum raises a bare ValueError for an unknown value; a user's mistake gets the allowed values.
+        raise ParameterError(f"session kind must be SessionKind.NON_INTERACTIVE (1) or SessionKind.INTERACTIVE (2), got {value!r}")
 
 
 class Status(enum.IntEnum):
@@ -88,6 +103,10 @@ class Status(enum.IntEnum):
     ERROR = 3  # the request was invalid for this shard (unknown query, bad parameters, ...), or its reply was malformed
     # For MISSING and ERROR users, ``Reports.errors`` says which shard and why.
 
+    @classmethod
+    def _missing_(cls, value: object) -> Status:
+        raise ParameterError(f"a status must be 0 (ANSWERED), 1 (REFUSED), 2 (MISSING) or 3 (ERROR), got {value!r}")
+
 
 @dataclass(frozen=True)
 class Users:
@@ -119,6 +138,16 @@ class Users:
     stop: int = 0
     ids: np.ndarray | None = None
 
+    def __post_init__(self) -> None:
+        # A range is checked by its ends wherever it is built (the API, a decoded wire message,
+        # ``within``): at 2^63 ``len`` and int64 ids would overflow (an OverflowError as the text).
+        if self.ids is None:
+            start, stop = self.start, self.stop
+            if not (_is_int(start) and _is_int(stop) and 0 <= start <= stop < ID_LIMIT):
+                raise ParameterError(f"a user range needs integers 0 ≤ start ≤ stop < 2^63 (user ids are int64), got [{start!r}, {stop!r})")
+            object.__setattr__(self, "start", int(start))
+            object.__setattr__(self, "stop", int(stop))
+
     @staticmethod
     def range(start: int, stop: int) -> Users:
         """The contiguous users start, start+1, ..., stop−1.
@@ -138,7 +167,7 @@ class Users:
         Raises
         ------
         ParameterError
-            Unless 0 ≤ start ≤ stop.
+            Unless start and stop are integers with 0 ≤ start ≤ stop < 2^63.
 
         Examples
         --------
@@ -148,11 +177,9 @@ class Users:
         >>> ldp.Users.range(5, 2)
         Traceback (most recent call last):
         ...
-        ldp.core.errors.ParameterError: a user range needs 0 ≤ start ≤ stop, got [5, 2)
+        ldp.core.errors.ParameterError: a user range needs integers 0 ≤ start ≤ stop < 2^63 (user ids are int64), got [5, 2)
         """
-        if not 0 <= start <= stop:
-            raise ParameterError(f"a user range needs 0 ≤ start ≤ stop, got [{start}, {stop})")
-        return Users(int(start), int(stop), None)
+        return Users(start, stop, None)  # checked by __post_init__
 
     @staticmethod
     def of(ids: np.ndarray | list[int]) -> Users:
@@ -171,7 +198,7 @@ class Users:
         Raises
         ------
         ParameterError
-            A negative or repeated id.
+            An id that is not an integer in [0, 2^63), or a repeated id.
 
         Examples
         --------
@@ -183,9 +210,21 @@ class Users:
         ...
         ldp.core.errors.ParameterError: a request must name each user at most once (one report per user per request)
         """
-        arr = np.asarray(ids, dtype=np.int64).ravel()
-        if arr.size and arr.min() < 0:
-            raise ParameterError("user ids must be ≥ 0")
+        # Read without a dtype first: casting to int64 would wrap 2^63, truncate 1.5 and turn "8"
+        # into user 8, so anything but integers is refused before the cast.
+        if isinstance(ids, (str, bytes)) or ids is None:
+            raise ParameterError(f"user ids must be a list or array of integers, got {ids!r}")
+        try:
+            raw = np.asarray(ids)
+        except (TypeError, ValueError):  # ragged nesting
+            raise ParameterError("user ids must be a flat list or array of integers") from None
+        flat = raw.ravel()
+        integers = flat.dtype.kind in "iu" or (flat.dtype.kind == "O" and all(_is_int(v) for v in flat))  # "O": Python ints past int64
+        if flat.size and not integers:
+            raise ParameterError(f"user ids must be integers, got {flat.dtype} values such as {flat[:3].tolist()}")
+        if flat.size and (int(flat.min()) < 0 or int(flat.max()) >= ID_LIMIT):
+            raise ParameterError(f"user ids must be in [0, 2^63) (int64), got ids from {int(flat.min())} to {int(flat.max())}")
+        arr = raw.astype(np.int64, copy=False).ravel()
         if has_repeats(arr):
             raise ParameterError("a request must name each user at most once (one report per user per request)")
         return Users(0, 0, arr)
@@ -205,6 +244,13 @@ class Users:
         return Users(0, 0, ids)
 
 
+# The wire's integer fields (proto/ldp/wire/v1/aggregator.proto): request and session ids are
+# uint64, the round a uint32. A message that cannot be encoded is refused where it is built, with
+# the field's name, not by the protobuf runtime on the way out.
+UINT64_MAX = (1 << 64) - 1
+UINT32_MAX = (1 << 32) - 1
+
+
 @dataclass(frozen=True)
 class Assignment:
     """One request for one shard: these users run this randomizer once each."""
@@ -213,15 +259,34 @@ class Assignment:
     users: Users
     randomizer: RandomizerSpec
 
+    def __post_init__(self) -> None:
+        require_integer("request_id", self.request_id, 0, UINT64_MAX, "[0, 2^64)")
+        if not isinstance(self.users, Users):
+            raise ParameterError(f"an assignment's users must be Users (Users.range or Users.of), got {self.users!r}")
+
 
 @dataclass(frozen=True)
 class RoundRequest:
+    """One round: the session, its kind and round number, the assignments and the deadline.
+
+    Checked where it is built, on both sides (the aggregator's API and a client decoding the
+    wire): ids and the round fit their wire fields, and ``deadline_s`` is a finite number of
+    seconds in (0, 10^6] (``require_deadline``). The session kind is carried as sent; the users'
+    side answers an unknown kind with a round-level error (``ldp.local.rules``).
+    """
+
     session_id: int
     session_kind: SessionKind
     round: int
     assignments: tuple[Assignment, ...]
     last_round: bool = False
     deadline_s: float = 30.0  # seconds from sending; a shard that misses it is reported missing
+
+    def __post_init__(self) -> None:
+        require_integer("session_id", self.session_id, 0, UINT64_MAX, "[0, 2^64)")
+        require_integer("round", self.round, 0, UINT32_MAX, "[0, 2^32)")
+        require_integer("session_kind", self.session_kind, -(1 << 31), (1 << 31) - 1, "[-2^31, 2^31)")  # int32 on the wire
+        object.__setattr__(self, "deadline_s", require_deadline(self.deadline_s, "the round deadline deadline_s"))
 
 
 def refusals(refused: np.ndarray) -> int:

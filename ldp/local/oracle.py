@@ -16,19 +16,16 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
-from ldp.core.errors import ParameterError
+from ldp.core.errors import ParameterError, require_integer
 from ldp.core.population import PopulationDescription, PopulationSpec
 from ldp.core.randomizers import RandomizerSpec
 from ldp.local.ledger_store import LedgerStore
-from ldp.local.messages import Assignment, RoundReply, RoundRequest, Status, Users, refusals
+from ldp.local.messages import Assignment, RoundReply, RoundRequest, SessionKind, Status, Users, refusals
 from ldp.local.shard import Shard
-
-if TYPE_CHECKING:
-    from ldp.local.session import Session
 
 __all__ = ["Reports", "ShardRange", "Transcript", "LROracle", "InProcessLROracle", "split_round", "assemble_round"]
 
@@ -160,7 +157,7 @@ def split_round(request: RoundRequest, shards: list[ShardRange], departed: Seque
     connected or departed, ever held (an id outside the population: a programming error).
     """
     per_shard: dict[str, list[Assignment]] = {s.key: [] for s in shards}
-    for a in request.assignments:
+    for position, a in enumerate(request.assignments):
         covered = 0
         for s in shards:
             part = a.users.within(s.first_user, s.count)
@@ -173,7 +170,8 @@ def split_round(request: RoundRequest, shards: list[ShardRange], departed: Seque
                 held = ", ".join(f"{s.first_user}..{s.first_user + s.count - 1}" for s in sorted(shards, key=lambda s: s.first_user)) or "none"
                 gone = ", ".join(f"{d.key} {d.first_user}..{d.first_user + d.count - 1}" for d in departed)
                 raise ParameterError(
-                    f"request {a.request_id} names {len(a.users) - known} user(s) that no connected shard holds (held: {held}"
+                    # by its position in the round, as the caller wrote it (the request id is internal: session|round|position)
+                    f"request {position} of round {request.round} names {len(a.users) - known} user(s) that no connected shard holds (held: {held}"
                     + (f"; departed: {gone}" if gone else "")
                     + ")"
                 )
@@ -319,13 +317,27 @@ def _merge_values(pieces: list[tuple[int, np.ndarray, np.ndarray]], ranged: bool
     return values[np.argsort(positions, kind="stable")]
 
 
+class SessionLabel(Protocol):
+    """What a transcript records of a session (``ldp.local.session.Session`` has these): a
+    protocol, so this module need not import the session module, which imports it."""
+
+    @property
+    def session_id(self) -> int: ...
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def kind(self) -> SessionKind: ...
+
+
 @dataclass
 class Transcript:
     """What happened, without any data: one entry per round."""
 
     rounds: list[dict[str, Any]] = field(default_factory=list)
 
-    def record(self, session: Session, request: RoundRequest, reports: list[Reports]) -> None:
+    def record(self, session: SessionLabel, request: RoundRequest, reports: list[Reports]) -> None:
         self.rounds.append(
             {
                 "session": session.session_id,
@@ -493,11 +505,16 @@ class InProcessLROracle(LROracle):
         Explicit shard boundaries, rising from 0 to the population size.
     store : LedgerStore, optional
         Where the shards' ledgers live; default in memory, per shard.
+    key_salt : bytes, optional
+        The salt of the report key (``ldp.core.rng.life_key``, invariant I1). None: the
+        experiment vouches that this oracle's (key, user, nonce) never repeat, and the seeded
+        key is used as is (the same reports as ``launch_local``, bit for bit).
 
     Raises
     ------
     ParameterError
-        ``shards`` < 1, or boundaries that do not rise from 0 to the population size.
+        ``population`` is not a ``PopulationSpec``, ``shards`` is not an integer in [1, size], or
+        boundaries that do not rise from 0 to the population size.
 
     Examples
     --------
@@ -518,21 +535,26 @@ class InProcessLROracle(LROracle):
     >>> ldp.InProcessLROracle(population, shards=0)
     Traceback (most recent call last):
     ...
-    ldp.core.errors.ParameterError: shards must be ≥ 1, got 0
+    ldp.core.errors.ParameterError: shards must be an integer in [1, 100] (one shard per user at most), got 0
     """
 
-    def __init__(self, population: PopulationSpec, shards: int = 1, boundaries: list[int] | None = None, store: LedgerStore | None = None) -> None:
+    def __init__(
+        self, population: PopulationSpec, shards: int = 1, boundaries: list[int] | None = None, store: LedgerStore | None = None, key_salt: bytes | None = None
+    ) -> None:
         super().__init__()
+        if not isinstance(population, PopulationSpec):
+            raise ParameterError(f"population must be a PopulationSpec (e.g. ldp.PopulationSpec(cc, target, size=1000)), got {population!r}")
         n = population.size
         if boundaries is None:
-            if shards < 1:
-                raise ParameterError(f"shards must be ≥ 1, got {shards}")
+            # at most one shard per user: a typo like 2^63 must not build 2^63 boundaries
+            shards = require_integer("shards", shards, 1, n, f"[1, {n}] (one shard per user at most)")
             boundaries = [n * k // shards for k in range(shards + 1)]
         if boundaries[0] != 0 or boundaries[-1] != n or any(b > c for b, c in zip(boundaries, boundaries[1:])):
             raise ParameterError(f"shard boundaries must rise from 0 to {n}, got {boundaries}")
         self.population = population
         self._shards = {
-            f"shard-{k}": Shard(population, lo, hi - lo, store=store) for k, (lo, hi) in enumerate(zip(boundaries, boundaries[1:])) if hi > lo
+            # key_salt: the experiment's (None: it vouches, reproducible runs; invariant I1, ldp.core.rng.life_key)
+            f"shard-{k}": Shard(population, lo, hi - lo, store=store, key_salt=key_salt) for k, (lo, hi) in enumerate(zip(boundaries, boundaries[1:])) if hi > lo
         }
 
     @property

@@ -14,12 +14,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
-from ldp.core.errors import LDPError, ParameterError, SessionError, require_positive_finite
-from ldp.core.queries import QuerySpec
+from ldp.core.errors import LDPError, ParameterError, SessionError, require_deadline
+from ldp.core.queries import QuerySpec, query_reads
 from ldp.core.randomizers import RandomizerSpec
 from ldp.core.schema import Schema
 from ldp.local.messages import Assignment, RoundRequest, SessionKind, Users
@@ -61,6 +60,12 @@ class Request:
     users: Users
     randomizer: RandomizerSpec
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.users, Users):
+            raise ParameterError(f"a request's users must be Users (or use Request.of with a range, list or array), got {self.users!r}")
+        if not isinstance(self.randomizer, RandomizerSpec):
+            raise ParameterError(f"a request's randomizer must be a RandomizerSpec (e.g. RandomizerSpec('binary_rr', field_query('x'), 1.0)), got {self.randomizer!r}")
+
     @staticmethod
     def of(users: Users | range | np.ndarray | list[int], randomizer: RandomizerSpec) -> Request:
         """A request from any description of the users: a ``range``, a list or array of ids, or ``Users``.
@@ -83,7 +88,8 @@ class Request:
         Raises
         ------
         ParameterError
-            A negative or repeated id, or a range with start > stop.
+            An id that is not an integer in [0, 2^63), a repeated id, a range with start > stop,
+            or a randomizer that is not a ``RandomizerSpec``.
 
         Examples
         --------
@@ -103,36 +109,19 @@ class Request:
 
 def _check_fields(query: QuerySpec, schema: Schema, where: str, depth: int = 0) -> None:
     """Refuse, before anything is sent, a query naming a field the users' schema lacks or an index
-    outside it (ParameterError). Only the field references of the registered kinds are checked
-    here; everything else (unknown kinds, ill-typed parameters, values) is left to the users'
+    outside it (ParameterError). What a spec names is what its registered kind declares
+    (``Query.reads``, ``ldp.core.queries.query_reads``), so a new query kind is written in one
+    place; everything else (unknown kinds, ill-typed parameters, values) is left to the users'
     side, which checks every query again and answers with an error result."""
-    p = query.params
-    refs: list[tuple[Any, Any]] = []
-    subqueries: list[Any] = []
-    if query.name == "field":
-        refs = [(p.get("field"), p.get("index", 0))]
-    elif query.name == "label":
-        refs = [(p.get("field", "y"), 0)]
-    elif query.name == "conjunction" and isinstance(p.get("literals"), (list, tuple)):
-        refs = [(lit[0], lit[1]) for lit in p["literals"] if isinstance(lit, (list, tuple)) and len(lit) >= 2]
-    elif query.name == "parity" and isinstance(p.get("mask"), (list, tuple)):
-        refs = [(p.get("field", "x"), j) for j in p["mask"]]
-    elif query.name in ("bent", "user_parity"):
-        refs = [(p.get("field", "x"), 0)]
-    elif query.name == "product" and isinstance(p.get("factors"), (list, tuple)):
-        subqueries = list(p["factors"])
-    elif query.name == "affine":
-        subqueries = [p.get("query")]
-    for name, index in refs:
-        if not isinstance(name, str) or isinstance(index, bool) or not isinstance(index, (int, np.integer)):
-            continue  # ill-typed: the users' side says so
+    reads = query_reads(query)
+    for name, index in reads.columns:
         try:
-            schema.column(name, int(index))
+            schema.column(name, index)
         except LDPError as exc:
             raise ParameterError(f"{where}: {exc}") from None
     if depth >= 32:
         return
-    for sub in subqueries:
+    for sub in reads.subqueries:
         try:
             spec = sub if isinstance(sub, QuerySpec) else QuerySpec.from_json(sub)
         except LDPError:
@@ -165,9 +154,8 @@ class Session:
     Raises
     ------
     ParameterError
-        ``deadline_s`` is not a finite number > 0.
-    ValueError
-        ``kind`` is not a ``SessionKind`` value.
+        ``oracle`` is not an ``LROracle``, ``kind`` is not a ``SessionKind`` value, ``name`` is
+        not a string, or ``deadline_s`` is not a finite number of seconds in (0, 10^6].
 
     Examples
     --------
@@ -184,10 +172,14 @@ class Session:
     """
 
     def __init__(self, oracle: LROracle, kind: SessionKind, name: str = "", deadline_s: float = 30.0) -> None:
+        if not isinstance(oracle, LROracle):
+            raise ParameterError(f"oracle must be an LROracle (e.g. ldp.InProcessLROracle(population) or the oracle of ldp.launch_local), got {oracle!r}")
+        if not isinstance(name, str):
+            raise ParameterError(f"a session name must be a string, got {name!r}")
         self.oracle = oracle
-        self.kind = SessionKind(kind)
+        self.kind = SessionKind(kind)  # an unknown kind: a ParameterError naming the two kinds
         self.name = name
-        self.deadline_s = require_positive_finite("session deadline_s (seconds per round)", deadline_s)
+        self.deadline_s = require_deadline(deadline_s, "session deadline_s (seconds per round)")
         self.session_id = oracle.new_session_id()
         self.rounds_done = 0
         self.users_asked = 0
@@ -255,6 +247,8 @@ class Session:
                 "A non-interactive local algorithm fixes all its requests before any reply (KLNRS Def. 4.4); "
                 "open an INTERACTIVE session to ask again."
             )
+        if isinstance(requests, (str, bytes, Request)) or not isinstance(requests, Sequence):
+            raise ParameterError(f"a round takes a list of requests ([Request.of(users, RandomizerSpec(...)), ...]), got {requests!r}")
         if not requests:
             raise ParameterError("a round needs at least one request")
         if len(requests) >= MAX_REQUESTS_PER_ROUND:

@@ -11,7 +11,10 @@ comes from the users' side (docs/design.md §2a), never from the aggregator:
   same data continues them (and with a durable store, so does a restart);
 - its **report randomness** is AES keyed by a secret report key and a per-user nonce that the
   ledger advances at every accepted charge (``ldp.core.rng``): ids the aggregator chooses never
-  select a draw, so a reused request or session id gets fresh randomness.
+  select a draw, so a reused request or session id gets fresh randomness. The key it draws with
+  is ``life_key(report key, key_salt)`` (invariant I1, docs/design.md §2a): a process life
+  started by a user gets a fresh salt, so nonces that restart at 0 with an in-memory ledger
+  never meet the same key again; an empty salt (the experiment vouches) keeps the report key.
 
 A round is answered in three phases, so that nothing is charged without a report:
 
@@ -43,7 +46,7 @@ from ldp.core.budget import Charge, Ledger, has_repeats
 from ldp.core.errors import LDPError, ParameterError, require_epsilon
 from ldp.core.population import PopulationDescription
 from ldp.core.randomizers import LocalRandomizer, RandomizerSpec
-from ldp.core.rng import UserRandomness, secret_key
+from ldp.core.rng import KEY_BYTES, UserRandomness, life_key, secret_key
 from ldp.core.schema import Schema
 from ldp.local.ledger_store import LedgerStore, MemoryLedgerStore
 from ldp.local.messages import Assignment, Result, RoundReply, RoundRequest
@@ -109,7 +112,10 @@ class Shard:
 
     ``budget`` defaults to the data's own (a ``PopulationSpec`` carries one), ``key`` to the
     data's report key (seeded specs derive it from the seed, so runs are reproducible; anything
-    else gets a fresh secret), ``store`` to a fresh in-memory ``LedgerStore``.
+    else gets a fresh secret), ``store`` to a fresh in-memory ``LedgerStore``. ``key_salt`` is
+    this process life's salt (``ldp.core.rng.new_life_salt``): reports are drawn under
+    ``life_key(key, key_salt)``; None or empty means the experiment vouches that this life's
+    (key, user, nonce) never repeat (seeded in-process runs), and the key is used unchanged.
     """
 
     def __init__(
@@ -121,6 +127,7 @@ class Shard:
         budget: float | None = None,
         key: bytes | None = None,
         store: LedgerStore | None = None,
+        key_salt: bytes | None = None,
     ) -> None:
         if first_user < 0 or count < 1 or first_user + count > data.size:
             raise ParameterError(f"users {first_user}..{first_user + count - 1} are outside the data's users 0..{data.size - 1}")
@@ -136,7 +143,10 @@ class Shard:
         self._store = store if store is not None else MemoryLedgerStore()
         self.ledger: Ledger = self._store.open(data.identity, self.first_user, self.count, self.budget)
         make_key = getattr(data, "report_key", None)
-        self._key = key if key is not None else (make_key() if make_key is not None else secret_key())
+        long_term = key if key is not None else (make_key() if make_key is not None else secret_key())
+        if len(long_term) != KEY_BYTES:
+            raise ParameterError(f"a report key has {KEY_BYTES} bytes, got {len(long_term)}")
+        self._key = life_key(long_term, key_salt)  # I1: a fresh salt makes every process life's draws new
         self._rules = SessionRules()
         self._built: dict[str, LocalRandomizer] = {}  # randomizers by spec: a round of 10^4 alike requests builds one
 
@@ -145,7 +155,14 @@ class Shard:
         return self.first_user + self.count
 
     def description(self) -> PopulationDescription:
-        """What this shard declares to the aggregator: the schema and the data's size."""
+        """What this shard declares to the aggregator: the schema and the data's size.
+
+        A data file's schema must have been declared by its user: one ``load_data`` inferred
+        is refused here (``DataPopulation.require_declared_schema``, invariant I3), the
+        one place every description sent in Ready is built."""
+        require_declared = getattr(self.data, "require_declared_schema", None)
+        if require_declared is not None:
+            require_declared()
         return PopulationDescription(int(self.data.size), self.data.schema)
 
     def answer(self, request: RoundRequest) -> RoundReply:
@@ -214,8 +231,9 @@ class Shard:
                 # A range reads a view of the records (no copy of 10^8 rows); ids gather theirs.
                 rows = self._records[wanted.start - self.first_user : wanted.stop - self.first_user] if wanted.ids is None else self._records[wanted.ids - self.first_user]
                 inputs = randomizer.inputs(rows, _ids(users) if randomizer.query.per_user else None)
-            except LDPError:
-                # The detailed message names a user's input value: it stays on the users' side.
+            except (LDPError, ArithmeticError, ValueError):
+                # The detailed message names a user's input value: it stays on the users' side
+                # (so does the text of a numeric failure on the records: I3, nothing from values leaves).
                 raise LDPError(
                     f"request {assignment.request_id}: some users' inputs are outside what {assignment.randomizer.kind!r} accepts "
                     "(the values are not reported)"

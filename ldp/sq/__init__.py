@@ -5,6 +5,6 @@ evaluate them (e.g. a ``LocalSQOracle`` serving an ``SQBackedLROracle`` over gRP
 """
 
 from ldp.sq import simulation as _simulation  # noqa: F401  (registers the lr_ratio query kind)
-from ldp.sq.oracle import InsufficientUsersError, RefusedUsersError, SQOracle, SQStep
+from ldp.sq.sq_oracle import InsufficientUsersError, RefusedUsersError, SQOracle, SQStep
 
 __all__ = ["SQOracle", "SQStep", "InsufficientUsersError", "RefusedUsersError"]

@@ -32,7 +32,7 @@ from ldp.core.population import PopulationSpec
 from ldp.core.queries import QuerySpec, make_query
 from ldp.core.schema import RECORD_DTYPE
 from ldp.sq.exact import feature_domain
-from ldp.sq.oracle import SQOracle
+from ldp.sq.sq_oracle import SQOracle
 
 __all__ = ["AdversarialSQOracle", "QueryDecomposition"]
 

@@ -55,7 +55,7 @@ from __future__ import annotations
 
 import math
 
-from ldp.core.errors import ParameterError, require_epsilon, require_positive_finite, require_probability
+from ldp.core.errors import ParameterError, require_epsilon, require_integer, require_positive_finite, require_probability
 
 __all__ = [
     "LAPLACE_MGF_C",
@@ -77,26 +77,25 @@ LOCAL_RANDOMIZERS = ("pm_rr", "discrete_laplace")  # what a LocalSQOracle may re
 PAPER_RANDOMIZERS = ("laplace",)  # bounds of the paper's real-valued mechanism, for comparison only
 
 
-def _check(bound: float, tolerance: float, beta: float, queries: int) -> tuple[float, float, float, int]:
+def _bound_parameters(bound: float, tolerance: float, beta: float, queries: int) -> tuple[float, float, float, int]:
+    """(b, τ, β, t) checked with the common validators of ``ldp.core.errors``."""
     b = require_positive_finite("bound b", bound)
     tau = require_positive_finite("tolerance τ", tolerance)
     beta = require_probability("failure probability β", beta)
-    if isinstance(queries, bool) or int(queries) != queries or queries < 1:
-        raise ParameterError(f"queries must be an integer ≥ 1, got {queries!r}")
-    return b, tau, beta, int(queries)
+    return b, tau, beta, require_integer("queries", queries, 1)
 
 
 def pm_magnitude(bound: float, epsilon: float) -> float:
     """B: the report magnitude of ±b randomized response as realized by ``pm_rr``,
     b·2^53/(T_hi − T_lo) — b(e^ε+1)/(e^ε−1) up to 2^-52 relative (never below it), finite at every ε."""
-    from ldp.core.randomizers import PlusMinusRandomizedResponse  # local import: bounds stays light
+    from ldp.core.plus_minus import PlusMinusRandomizedResponse  # local import: bounds stays light
 
     return PlusMinusRandomizedResponse(require_epsilon(epsilon), require_positive_finite("bound b", bound)).magnitude
 
 
 def hoeffding_users(report_bound: float, tolerance: float, beta: float, queries: int = 1) -> int:
     """⌈2B²·ln(2t/β)/τ²⌉: i.i.d. reports in [−B, B] whose means are all within τ w.p. ≥ 1−β."""
-    big_b, tau, beta, t = _check(report_bound, tolerance, beta, queries)
+    big_b, tau, beta, t = _bound_parameters(report_bound, tolerance, beta, queries)
     return max(1, math.ceil(2.0 * big_b**2 * math.log(2.0 * t / beta) / tau**2))
 
 
@@ -119,7 +118,7 @@ def laplace_subexponential(bound: float, epsilon: float, c: float = LAPLACE_MGF_
 
 def laplace_users(bound: float, epsilon: float, tolerance: float, beta: float, queries: int = 1) -> int:
     """n_0 for the Laplace randomizer of KLNRS Claim 4.1: ⌈2 ln(2t/β)·max(ν²/τ², α/τ)⌉."""
-    b, tau, beta, t = _check(bound, tolerance, beta, queries)
+    b, tau, beta, t = _bound_parameters(bound, tolerance, beta, queries)
     nu2, alpha = laplace_subexponential(b, epsilon)
     return max(1, math.ceil(2.0 * math.log(2.0 * t / beta) * max(nu2 / tau**2, alpha / tau)))
 
@@ -127,7 +126,7 @@ def laplace_users(bound: float, epsilon: float, tolerance: float, beta: float, q
 def discrete_laplace_subexponential(bound: float, epsilon: float, steps: int | None = None, c: float = LAPLACE_MGF_C) -> tuple[float, float, float]:
     """(ν², α, D) for Y = the ``discrete_laplace`` report (module doc): E e^{s(Y − E g)} ≤
     e^{s²ν²/2 + |s|·D} for |s| ≤ 1/α."""
-    from ldp.core.randomizers import DiscreteLaplaceRandomizer  # local import: bounds stays light
+    from ldp.core.laplace import DiscreteLaplaceRandomizer  # local import: bounds stays light
 
     b = require_positive_finite("bound b", bound)
     R = DiscreteLaplaceRandomizer(require_epsilon(epsilon), b, steps)
@@ -143,7 +142,7 @@ def discrete_laplace_subexponential(bound: float, epsilon: float, steps: int | N
 def discrete_laplace_users(bound: float, epsilon: float, tolerance: float, beta: float, queries: int = 1, steps: int | None = None) -> int:
     """n_0 for ``discrete_laplace`` (the exact, grid version of Claim 4.1; module doc):
     ⌈2 ln(2t/β)·max(ν²/τ′², α/τ′)⌉ with τ′ = τ − D."""
-    b, tau, beta, t = _check(bound, tolerance, beta, queries)
+    b, tau, beta, t = _bound_parameters(bound, tolerance, beta, queries)
     nu2, alpha, shift = discrete_laplace_subexponential(b, epsilon, steps)
     tau_eff = tau - shift
     if tau_eff <= 0:
@@ -176,7 +175,7 @@ def central_users_needed(
     bound: float, epsilon: float, tolerance: float, beta: float, queries: int = 1, total_queries: int | None = None
 ) -> int:
     """Smallest n with b√(2 ln(4t/β)/n) + (2bT/(nε))·ln(2t/β) ≤ τ (sampling + Laplace, β/2 each)."""
-    b, tau, beta, t = _check(bound, tolerance, beta, queries)
+    b, tau, beta, t = _bound_parameters(bound, tolerance, beta, queries)
     eps = require_epsilon(epsilon)
     total = t if total_queries is None else int(total_queries)
     if total < t:

@@ -16,7 +16,7 @@ from ldp.core.errors import ParameterError
 from ldp.core.population import PopulationSpec, generate_records
 from ldp.core.queries import QuerySpec, make_query
 from ldp.sq.bounds import hoeffding_users
-from ldp.sq.oracle import InsufficientUsersError, SQOracle
+from ldp.sq.sq_oracle import InsufficientUsersError, SQOracle
 
 __all__ = ["EmpiricalSQOracle"]
 

@@ -20,7 +20,7 @@ from ldp.core.population import PopulationSpec
 from ldp.core.queries import QuerySpec, make_query
 from ldp.core.rng import generator
 from ldp.core.schema import RECORD_DTYPE, Schema
-from ldp.sq.oracle import SQOracle
+from ldp.sq.sq_oracle import SQOracle
 
 __all__ = ["ExactSQOracle", "enumerate_records", "feature_domain", "MAX_RECORDS"]
 

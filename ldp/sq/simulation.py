@@ -46,7 +46,7 @@ from ldp.core.schema import RECORD_DTYPE, Schema
 from ldp.local.messages import RoundRequest, Status
 from ldp.local.oracle import LROracle, Reports, ShardRange
 from ldp.local.rules import SessionRules
-from ldp.sq.oracle import SQOracle
+from ldp.sq.sq_oracle import SQOracle
 
 __all__ = [
     "SQBackedLROracle",

@@ -1,6 +1,8 @@
 """The gRPC transport of the LR oracle (docs/design.md §3).
 
-- ``ldp.wire.aggregator``: ``GrpcAggregator`` (the server) and ``GrpcLROracle`` (the ``LROracle``).
+- ``ldp.wire.aggregator``: ``GrpcAggregator`` (the server: a facade with public hooks over its
+  parts ``connections``, ``handshake``, ``streams``, ``rounds``, ``load_relay``,
+  ``ledger_reports``; docs/design.md §3) and ``GrpcLROracle`` (the ``LROracle``).
 - ``ldp.wire.client``: a client process hosting one shard (``python -m ldp.wire.client``).
 - ``ldp.wire.launcher``: ``launch_local(population, processes=P)``, aggregator + P clients on loopback;
   ``grpc_oracle_factory(P)``, one such cluster reused for many populations (Load).

@@ -53,7 +53,7 @@ from ldp.local.shard import Holdings, Shard
 from ldp.wire import codec
 from ldp.wire.aggregator import ShardClaim, shard_range
 from ldp.wire.client_config import ClientConfig
-from ldp.wire.tls import ClientTLS, client_tls, diagnose
+from ldp.wire.tls import ClientMode, ClientTLS, client_mode, client_tls, diagnose
 from ldp.wire.v1 import aggregator_pb2 as pb
 from ldp.wire.v1 import aggregator_pb2_grpc as pb_grpc
 
@@ -219,6 +219,7 @@ async def _connect(
     loop = asyncio.get_running_loop()
     end = loop.time() + connect_timeout_s
     backoff = limits.retry_first_s
+    mode = client_mode(tls)
     channel_cm = (
         grpc.aio.secure_channel(address, tls.credentials, options=_client_options())
         if tls is not None
@@ -226,8 +227,9 @@ async def _connect(
     )
     async with channel_cm as channel:
         while True:
-            if not await _wait_for_aggregator(channel, address, claim, end, connect_timeout_s, say):
-                why = await diagnose(channel) if tls is not None else ""
+            if not await _wait_for_aggregator(channel, address, claim, end, connect_timeout_s, say, mode):
+                # gRPC says only UNAVAILABLE: diagnose says which mismatch (plaintext/TLS, CA, host)
+                why = await diagnose(channel, client=mode)
                 say(f"ldp client {claim.key}: cannot reach the aggregator at {address} after {connect_timeout_s:g} s{': ' + why if why else ''}; giving up")
                 return EXIT_LOST
             call = pb_grpc.AggregatorStub(channel).Connect(metadata=tls.metadata or None) if tls is not None else pb_grpc.AggregatorStub(channel).Connect()
@@ -256,10 +258,16 @@ STATUS_EVERY_S = 10.0
 
 
 async def _wait_for_aggregator(
-    channel: grpc.aio.Channel, address: str, claim: ShardClaim, end: float, connect_timeout_s: float, say: Callable[[str], None]
+    channel: grpc.aio.Channel,
+    address: str,
+    claim: ShardClaim,
+    end: float,
+    connect_timeout_s: float,
+    say: Callable[[str], None],
+    mode: ClientMode = "plaintext",
 ) -> bool:
     """Wait until the channel is ready or ``end`` (loop time) passes; a status line every
-    ``STATUS_EVERY_S`` seconds. True when ready."""
+    ``STATUS_EVERY_S`` seconds, saying why it does not connect (``diagnose``). True when ready."""
     loop = asyncio.get_running_loop()
     started = loop.time()
     while True:
@@ -270,7 +278,11 @@ async def _wait_for_aggregator(
         except TimeoutError:
             if end - loop.time() <= 0:
                 return False
-            say(f"ldp client {claim.key}: waiting for the aggregator at {address} ({loop.time() - started:.0f} s so far; giving up after {connect_timeout_s:g} s)")
+            why = await diagnose(channel, timeout_s=min(2.0, max(end - loop.time(), 0.1)), client=mode)
+            say(
+                f"ldp client {claim.key}: waiting for the aggregator at {address} ({loop.time() - started:.0f} s so far; "
+                f"giving up after {connect_timeout_s:g} s){': ' + why if why else ''}"
+            )
 
 
 async def _handshake(
@@ -321,6 +333,17 @@ async def _handshake(
         say(f"ldp client {claim.key}: protocol error: expected Welcome, got {kind}; exiting")
         return EXIT_REJECTED
     welcome = first.welcome
+    if welcome.protocol_version != protocol_version:
+        # Messages of another version mean other things (docs/protocol.md, Versioning): serve no
+        # round under them. The aggregator hears why (Ready.error), like a wrong range.
+        reason = (
+            f"protocol version mismatch: the aggregator speaks version {welcome.protocol_version}, "
+            f"this client speaks version {protocol_version}"
+        )
+        await call.write(pb.ClientMessage(ready=pb.Ready(error=reason)))
+        say(f"ldp client {claim.key}: refusing: {reason}")
+        await _finish_writing(call)
+        return EXIT_REJECTED
     shard = users.shard
     if shard is None:  # standby (a seal key, no data of its own): it hosts what a Load brings, nothing yet
         await call.write(pb.ClientMessage(ready=pb.Ready(load_id=0)))
@@ -513,6 +536,8 @@ class _UsersSide:
         self.store = config.open_store()
         data = config.holdings()  # None on standby: no users until a sealed population arrives
         self.shard: Shard | None = None if data is None else self._host(data)
+        if self.shard is not None:
+            self.shard.description()  # an inferred data schema is refused here, before connecting (I3)
 
     def _host(self, data: Holdings) -> Shard:
         lo, hi = shard_range(data.size, self.claim)

@@ -11,6 +11,19 @@ standard input (``ldp.wire.launcher``), which no other process and no aggregator
 Budgets: a spec carries the budget the experiment gave its users; ``budget`` in the config is the
 users' own cap, and the smaller of the two is enforced. A data file has no budget of its own,
 so ``budget`` is required with it.
+
+Process lives (invariant I1, docs/design.md §2a): ``key_salt`` says how this process life's
+report key is made from the long-term one (``ldp.core.rng.life_key``). None (the default, and
+what ``ldp-sim clients`` and ``join`` write) means *fresh*: every process that reads the config
+draws its own salt once (``life_salt``), so a restarted or twin process, even one fed the very
+same configuration text again, never repeats a (key, user, nonce). An empty salt is the
+experiment vouching for its launches (``launch_local``, ``launch_ray``: reproducible seeded
+runs, never restarted); other bytes are a salt the experiment chose.
+
+JSON format 1 (``to_json``): ``{"format": 1, "population", "data_path", "schema_path",
+"budget", "report_key", "seal_key", "key_salt", "ledger_path", "ledgers"}``. ``format`` is
+required; the other keys may be left out (their defaults above); an unknown key, another format
+or a value of the wrong type is refused with the key's name.
 """
 
 from __future__ import annotations
@@ -22,8 +35,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ldp.core.errors import LDPError, ParameterError, require_epsilon
+from ldp.core.file_format import check_keys, read_format
 from ldp.core.population import PopulationSpec
-from ldp.core.rng import KEY_BYTES
+from ldp.core.rng import KEY_BYTES, SALT_BYTES, new_life_salt
 from ldp.local.ledger_store import LedgerStore, open_store
 from ldp.local.shard import Holdings, Shard
 from ldp.wire.sealed import SEAL_KEY_BYTES, open_population
@@ -31,22 +45,52 @@ from ldp.wire.sealed import SEAL_KEY_BYTES, open_population
 __all__ = ["ClientConfig", "MAX_CONFIG_BYTES"]
 
 MAX_CONFIG_BYTES = 1 << 20
+FORMAT = 1  # the JSON layout ``to_json`` writes and ``from_json`` reads
+
+_LIFE_SALT: bytes | None = None  # this process life's salt, drawn at first use (``life_salt``)
+
+
+def _process_life_salt() -> bytes:
+    """This process's own salt: drawn once from the OS when first needed, never written down, so
+    it dies with the process (a restart draws another)."""
+    global _LIFE_SALT
+    if _LIFE_SALT is None:
+        _LIFE_SALT = new_life_salt()
+    return _LIFE_SALT
 
 
 def _b64(data: bytes | None) -> str | None:
     return None if data is None else base64.b64encode(data).decode()
 
 
-def _key(value: Any, what: str, size: int) -> bytes | None:
+def _key(value: Any, what: str, size: int | None) -> bytes | None:
+    """Base64 ``value`` (a JSON string or null) as bytes, of exactly ``size`` bytes when given."""
     if value is None:
         return None
+    if not isinstance(value, str):
+        raise ParameterError(f"client configuration key {what!r} must be a base64 string or null, got {type(value).__name__}")
     try:
-        raw = base64.b64decode(str(value), validate=True)
+        raw = base64.b64decode(value, validate=True)
     except ValueError:
-        raise ParameterError(f"{what} must be base64, got {str(value)[:16]!r}...") from None
-    if len(raw) != size:
+        raise ParameterError(f"{what} must be base64, got {value[:16]!r}...") from None
+    if size is not None and len(raw) != size:
         raise ParameterError(f"{what} must hold {size} bytes, got {len(raw)}")
     return raw
+
+
+# JSON key → the JSON types it may hold (None: null), for the one-line refusals of ``from_json``.
+_TYPES: dict[str, tuple[type, ...]] = {
+    "population": (dict, type(None)),
+    "data_path": (str, type(None)),
+    "schema_path": (str, type(None)),
+    "budget": (int, float, type(None)),
+    "report_key": (str, type(None)),
+    "seal_key": (str, type(None)),
+    "key_salt": (str, type(None)),
+    "ledger_path": (str, type(None)),
+    "ledgers": (str,),
+}
+_NAMES = {dict: "an object", str: "a string", int: "a number", float: "a number", type(None): "null"}
 
 
 @dataclass(frozen=True)
@@ -55,12 +99,13 @@ class ClientConfig:
 
     population: PopulationSpec | None = None
     data_path: str | None = None  # a CSV or Parquet file of records (one user per row)
-    schema_path: str | None = None  # its declared schema (JSON); inferred when None
+    schema_path: str | None = None  # its declared schema (JSON); required with data_path (I3: never inferred)
     budget: float | None = None  # the users' own per-user cap
     report_key: bytes | None = None  # None: derived from a seeded spec, else a fresh secret
     seal_key: bytes | None = None  # opens sealed populations sent in Loads; None: Loads refused
     ledger_path: str | None = None  # a durable SQLite ledger; None: in memory
     ledgers: str = "keep"  # in memory: "keep" every population's ledgers, or "one_load" (MemoryLedgerStore)
+    key_salt: bytes | None = None  # None: a fresh salt per process life; b"": the experiment vouches (module docstring)
 
     def __post_init__(self) -> None:
         if self.ledgers not in ("keep", "one_load"):
@@ -77,15 +122,24 @@ class ClientConfig:
             object.__setattr__(self, "budget", require_epsilon(self.budget, name="budget epsilon"))
         if self.data_path is not None and self.budget is None:
             raise ParameterError("a client holding a data file needs its users' budget (--budget)")
+        if self.data_path is not None and self.schema_path is None:
+            # I3: a schema inferred from the file is a summary of its values (min, max, gcd), and
+            # the description leaves in Ready before any charge; only a declared one is served.
+            from ldp.core.datafile import undeclared_schema_message
+
+            raise ParameterError(undeclared_schema_message(self.data_path))
         if self.report_key is not None and len(self.report_key) != KEY_BYTES:
             raise ParameterError(f"a report key has {KEY_BYTES} bytes, got {len(self.report_key)}")
         if self.seal_key is not None and len(self.seal_key) != SEAL_KEY_BYTES:
             raise ParameterError(f"a seal key has {SEAL_KEY_BYTES} bytes, got {len(self.seal_key)}")
+        if self.key_salt is not None and len(self.key_salt) not in (0, SALT_BYTES):
+            raise ParameterError(f"a key salt has {SALT_BYTES} bytes (or 0: the experiment vouches), got {len(self.key_salt)}")
 
     # --- (de)serialization: what the launcher writes to a child's standard input ---
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "format": FORMAT,
             "population": None if self.population is None else self.population.to_json(),
             "data_path": self.data_path,
             "schema_path": self.schema_path,
@@ -94,15 +148,20 @@ class ClientConfig:
             "seal_key": _b64(self.seal_key),
             "ledger_path": self.ledger_path,
             "ledgers": self.ledgers,
+            "key_salt": _b64(self.key_salt),
         }
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ClientConfig:
         if not isinstance(data, Mapping):
             raise ParameterError(f"a client configuration is a JSON object, got {type(data).__name__}")
-        unknown = set(data) - {"population", "data_path", "schema_path", "budget", "report_key", "seal_key", "ledger_path", "ledgers"}
-        if unknown:
-            raise ParameterError(f"unknown client configuration keys {sorted(unknown)}")
+        check_keys(data, what="client configuration", version=FORMAT, known=["format", *_TYPES], required=["format"])
+        read_format(data, what="client configuration", version=FORMAT, rewrite="the experiment that launched this client writes format 1")
+        for name, types in _TYPES.items():
+            value = data.get(name)
+            if name in data and (isinstance(value, bool) or not isinstance(value, types)):
+                allowed = "a base64 string or null" if name in ("report_key", "seal_key", "key_salt") else " or ".join(dict.fromkeys(_NAMES[t] for t in types))
+                raise ParameterError(f"client configuration key {name!r} must be {allowed}, got {type(value).__name__}")
         population = data.get("population")
         return cls(
             population=None if population is None else PopulationSpec.from_json(population),
@@ -112,7 +171,8 @@ class ClientConfig:
             report_key=_key(data.get("report_key"), "report_key", KEY_BYTES),
             seal_key=_key(data.get("seal_key"), "seal_key", SEAL_KEY_BYTES),
             ledger_path=data.get("ledger_path"),
-            ledgers=str(data.get("ledgers", "keep")),
+            ledgers=data.get("ledgers", "keep"),
+            key_salt=_key(data.get("key_salt"), "key_salt", None),
         )
 
     def dumps(self) -> str:
@@ -156,10 +216,16 @@ class ClientConfig:
     def open_store(self) -> LedgerStore:
         return open_store(self.ledger_path, one_load=self.ledgers == "one_load")
 
+    def life_salt(self) -> bytes:
+        """The salt of this process life's report key (``ldp.core.rng.life_key``): the
+        configured one, or (``key_salt`` None) this process's own fresh salt."""
+        return self.key_salt if self.key_salt is not None else _process_life_salt()
+
     def shard(self, data: Holdings, first_user: int, count: int, store: LedgerStore) -> Shard:
         """The users' shard; without a key of its own the Shard derives one (a seeded spec) or
-        draws a fresh one from the OS (anything else)."""
-        return Shard(data, first_user, count, budget=self.effective_budget(data), key=self.report_key, store=store)
+        draws a fresh one from the OS (anything else). Either way it draws under this process
+        life's key (``life_salt``)."""
+        return Shard(data, first_user, count, budget=self.effective_budget(data), key=self.report_key, store=store, key_salt=self.life_salt())
 
     def open_sealed(self, blob: bytes) -> PopulationSpec:
         if self.seal_key is None:

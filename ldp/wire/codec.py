@@ -16,7 +16,6 @@ Source: docs/design.md §3; proto/ldp/wire/v1/aggregator.proto.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
@@ -25,7 +24,8 @@ import numpy as np
 
 from ldp.core.errors import ParameterError
 from ldp.core.queries import QuerySpec
-from ldp.core.randomizers import LocalRandomizer, RandomizerSpec, member_mask
+from ldp.core.randomizer_base import member_mask
+from ldp.core.randomizers import LocalRandomizer, RandomizerSpec
 from ldp.local.messages import Assignment, Result, RoundReply, RoundRequest, SessionKind, Users, refusals
 from ldp.wire.v1 import aggregator_pb2 as pb
 
@@ -188,8 +188,7 @@ def decode_request(parts: Sequence[pb.RoundRequest]) -> RoundRequest:
                 raise ParameterError(f"request {request_id}: packed user ids are not a multiple of 8 bytes")
             u = Users(0, 0, np.frombuffer(buf, dtype="<i8").astype(np.int64, copy=False))
         assignments.append(Assignment(int(request_id), u, _randomizer_from_pb(rnd)))
-    if math.isnan(head.deadline_s):
-        raise ParameterError("round deadline is NaN")
+    # RoundRequest checks the deadline (a finite number of seconds in (0, 10^6]) and the ids.
     return RoundRequest(
         int(head.session_id),
         cast(SessionKind, head.session_kind),  # an int: validated by the Shard (unknown kinds get a round-level error)

@@ -15,7 +15,7 @@ are then reported missing by the rounds, as the protocol says.
 ``async with grpc_oracle_factory(processes=P) as factory:`` keeps one such cluster for many
 populations: ``async with factory(spec) as oracle:`` launches it the first time and afterwards
 only relays ``spec``, sealed with the key the clients got at spawn, into the running clients
-(``GrpcLROracle.load``), which is what experiments with hundreds of seeded trials need (``simulations.separation.run(config, factory)``);
+(``GrpcLROracle.load``), which is what experiments with hundreds of seeded trials need (``ldp.simulations.separation.run(config, factory)``);
 with ``lanes=L`` it keeps up to L such clusters and serves L populations at once (trials side by side).
 ``wait_clients`` and ``clients_exit_code`` do the same reporting for ``ldp-sim clients``, whose
 exit code says how its client processes ended (``EXIT_CLIENT_DIED`` when one was killed).
@@ -55,9 +55,11 @@ __all__ = [
     "describe_exit",
     "grpc_oracle_factory",
     "launch_local",
+    "say_stderr",
     "spawn_clients",
     "stop_clients",
     "wait_clients",
+    "wait_until_ready",
 ]
 
 # `ldp-sim clients` exits with the largest of its client processes' exit codes (0 the run is
@@ -222,7 +224,9 @@ async def _watch_clients(clients: Sequence[ClientProcess], on_exit: Callable[[st
         await asyncio.sleep(poll_s)
 
 
-def _say_stderr(line: str) -> None:
+def say_stderr(line: str) -> None:
+    """Print one line to stderr at once: the default ``on_client_exit`` of the launchers (here and
+    ``ldp.wire.ray_launcher``), so a client that dies mid-experiment is reported while it runs."""
     print(line, file=sys.stderr, flush=True)
 
 
@@ -239,20 +243,45 @@ def _failure(exc: BaseException) -> str:
     return f"the experiment failed: {type(exc).__name__}" + (f": {text}" if text else "")
 
 
-async def _wait_ready(aggregator: GrpcAggregator, clients: Sequence[ClientProcess], timeout_s: float) -> None:
+async def wait_until_ready(aggregator: GrpcAggregator, timeout_s: float, died: Callable[[], str | None], late: Callable[[], str]) -> None:
+    """Wait until the connected client shards cover every loaded user (how both launchers, processes
+    here and Ray tasks in ``ldp.wire.ray_launcher``, know their clients are ready).
+
+    Parameters
+    ----------
+    aggregator : GrpcAggregator
+        The started aggregator the clients connect to.
+    timeout_s : float
+        The deadline of the whole wait.
+    died : Callable[[], str | None]
+        Asked every 0.2 s: why a client already ended (the message), or None while all run.
+    late : Callable[[], str]
+        The message once ``timeout_s`` has passed (called then, so it names the shards connected).
+
+    Raises
+    ------
+    LDPError
+        With ``died()``'s message as soon as a client ended, or ``late()``'s after the deadline.
+    """
     loop = asyncio.get_running_loop()
     end = loop.time() + timeout_s
     while aggregator.covered_users() < aggregator.loaded().size:
-        dead = [c for c in clients if c.process.poll() is not None]
-        if dead:
-            c = dead[0]
-            raise LDPError(f"client process {c.claim.key} exited with code {c.process.returncode} before it was ready: {c.log_tail() or '(no output)'}")
+        why = died()
+        if why is not None:
+            raise LDPError(why)
         if loop.time() > end:
-            raise LDPError(f"client processes were not ready after {timeout_s:g} s (shards connected: {[s.key for s in aggregator.shards]})")
-        try:
+            raise LDPError(late())
+        with contextlib.suppress(LDPError):
             await aggregator.wait_for_shards(0.2)
-        except LDPError:
-            pass
+
+
+def _process_died(clients: Sequence[ClientProcess]) -> str | None:
+    """Why the first client process that already exited did so, or None."""
+    dead = [c for c in clients if c.process.poll() is not None]
+    if not dead:
+        return None
+    c = dead[0]
+    return f"client process {c.claim.key} exited with code {c.process.returncode} before it was ready: {c.log_tail() or '(no output)'}"
 
 
 @asynccontextmanager
@@ -266,7 +295,8 @@ async def launch_local(
     seal_key: bytes | None = None,
     ledger_path: str | None = None,
     ledgers: str = "keep",
-    on_client_exit: Callable[[str], None] | None = _say_stderr,
+    on_client_exit: Callable[[str], None] | None = say_stderr,
+    key_salt: bytes = b"",
 ) -> AsyncIterator[GrpcLROracle]:
     """Aggregator + ``processes`` client processes on loopback; yields the ``GrpcLROracle``.
 
@@ -312,6 +342,13 @@ async def launch_local(
     on_client_exit : callable, optional
         Called with one line for each client process that ends while the block runs; default
         prints it on standard error; None: silent.
+    key_salt : bytes, default b""
+        The salt of the clients' report keys (``ldp.core.rng.life_key``, invariant I1). Empty:
+        the experiment vouches that these process lives never repeat a (key, user, nonce) (the
+        launcher never restarts a client; a new launch over the same seed and an in-memory
+        ledger replays the same simulation, which is what makes it reproducible, bit for bit
+        across transports and process counts). 16 bytes: a salt of the experiment's choosing
+        (e.g. ``ldp.core.rng.new_life_salt()`` for runs that must not repeat one another).
 
     Yields
     ------
@@ -360,13 +397,20 @@ async def launch_local(
     if processes > population.size:
         raise ParameterError(f"{processes} client processes for {population.size} users: each process needs at least one user")
     aggregator = GrpcAggregator(population.description(), "127.0.0.1:0", capture=capture)
-    config = ClientConfig(population=population, seal_key=seal_key, ledger_path=ledger_path, ledgers=ledgers)
+    # The experiment launches these lives and gives them their salt (never None: None would be
+    # "draw a fresh one in each child", which is for lives a user starts, not reproducible).
+    config = ClientConfig(population=population, seal_key=seal_key, ledger_path=ledger_path, ledgers=ledgers, key_salt=bytes(key_salt))
     await aggregator.start()
     claims = [ShardClaim(k, processes) for k in range(processes)]
     async with serve_clients(
         aggregator,
         start=lambda: spawn_clients(aggregator.address, claims, config, extra_args=extra_args),
-        ready=lambda clients: _wait_ready(aggregator, clients, ready_timeout_s),
+        ready=lambda clients: wait_until_ready(
+            aggregator,
+            ready_timeout_s,
+            died=lambda: _process_died(clients),
+            late=lambda: f"client processes were not ready after {ready_timeout_s:g} s (shards connected: {[s.key for s in aggregator.shards]})",
+        ),
         watch=None if on_client_exit is None else (lambda clients: _watch_clients(clients, on_client_exit)),
         stop=stop_clients,
     ) as oracle:
@@ -421,7 +465,7 @@ class GrpcOracleFactory(SealedOracleFactory):
     through the aggregator (``ldp.wire.factory.SealedOracleFactory``). A cluster serves one
     population at a time: the oracle of a previous ``async with`` must not be used after the
     next one starts. With ``lanes`` = L > 1 the factory serves up to L populations at once
-    (independent trials of a sweep, ``simulations.separation``), each on a cluster of its own
+    (independent trials of a sweep, ``ldp.simulations.separation``), each on a cluster of its own
     (an aggregator and ``processes`` clients, launched the first time that many populations are
     in use at once; every cluster gets the same seal key out of band). The first cluster is
     used whenever it is free, so a caller that runs its large populations one at a time keeps
@@ -543,7 +587,7 @@ async def grpc_oracle_factory(
     time (``launch_local``, with a fresh seal key given to the clients out of band and one-load
     ledgers) and afterwards only relays ``spec``, sealed with that key, into the running clients
     (``GrpcLROracle.load``), which is what experiments with hundreds of seeded trials need
-    (``simulations.separation.run(config, factory)``). One population at a time per cluster: the
+    (``ldp.simulations.separation.run(config, factory)``). One population at a time per cluster: the
     oracle of a previous ``async with`` must not be used after the next one starts; with
     ``lanes`` = L the factory serves up to L at once, each on a cluster of its own.
 

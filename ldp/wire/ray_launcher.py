@@ -28,7 +28,7 @@ tail of its standard error; one that ends while the block runs is reported at on
 (``failed`` set when the block raised), are given ``stop_timeout_s`` to exit, and tasks still
 running are then cancelled (KeyboardInterrupt: the task kills its child) and finally
 force-killed; a child whose task is killed exits on its own (``--exit-with-parent``).
-Ray is imported only when used; without it the error says ``pip install 'ldp[ray]'``.
+Ray is imported only when used; without it the error says ``pip install 'ldp-sim[ray]'``.
 Source: docs/design.md §2a–3; docs/protocol.md ("Running it: a Ray cluster").
 """
 
@@ -53,12 +53,12 @@ from ldp.core.population import PopulationSpec
 from ldp.wire.aggregator import READY_TIMEOUT_S, GrpcAggregator, GrpcLROracle, ShardClaim
 from ldp.wire.client_config import ClientConfig
 from ldp.wire.factory import SealedOracleFactory
-from ldp.wire.launcher import EXIT_CLIENT_DIED, _say_stderr, check_processes, describe_exit, serve_clients
+from ldp.wire.launcher import EXIT_CLIENT_DIED, check_processes, describe_exit, say_stderr, serve_clients, wait_until_ready
 from ldp.wire.sealed import new_seal_key
 
 __all__ = ["RayClient", "RayOracleFactory", "import_ray", "launch_ray", "place_clients", "ray_oracle_factory", "run_ray_clients"]
 
-INSTALL_HINT = "pip install 'ldp[ray]'"
+INSTALL_HINT = "pip install 'ldp-sim[ray]'"
 LOG_TAIL_CHARS = 2000  # of a client's standard error, returned by its task
 
 
@@ -251,7 +251,12 @@ def place_clients(
     tls_files: Mapping[str, bytes] | None = None,
     tls_args: list[str] | None = None,
 ) -> list[RayClient]:
-    """Submit one ``client_task`` per claim (the config as a task argument); returns at once."""
+    """Submit one ``client_task`` per claim (the config as a task argument); returns at once.
+
+    ``max_retries=0``: Ray never starts a client again after its node or worker dies. A retried
+    task would be a second life of the same configuration; with the experiment's empty salt it
+    would restart its nonces under the same key (invariant I1). A config whose ``key_salt`` is
+    None (``ldp-sim clients --ray``) would be safe even then: every life draws its own salt."""
     task = ray.remote(num_cpus=num_cpus, max_retries=0, scheduling_strategy=scheduling_strategy)(client_task)
     text = config.dumps()
     out = []
@@ -281,8 +286,8 @@ def run_ray_clients(
     every client has ended; ``on_exit(c)`` as soon as one ends badly. Returns the exit codes
     (``EXIT_CLIENT_DIED`` for a task Ray cancelled or lost). Ctrl-C stops every task."""
     if config.ledger_path is not None:
-        # Ray may place a restarted client on another node, where the ledger at that path is
-        # another file: its users' spent budget would start again. Durable ledgers stay by hand.
+        # Ray may place a client on another node, where the ledger at that path is another
+        # file: its users' spent budget would start again. Durable ledgers stay by hand.
         raise ParameterError("a durable ledger (--ledger) cannot follow clients that Ray places on any node; run them by hand (ldp-sim clients without --ray)")
     tls_files, tls_args = _tls_payload(tls, token_file, client_name)
     ray = import_ray()
@@ -304,24 +309,23 @@ def run_ray_clients(
             _stop(ray, clients, 0.0)  # all ended, or Ctrl-C: cancel the rest now (their children are killed)
 
 
-async def _wait_ready(aggregator: GrpcAggregator, clients: list[RayClient], timeout_s: float, num_cpus: float, dial: str) -> None:
-    loop = asyncio.get_running_loop()
-    end = loop.time() + timeout_s
-    while aggregator.covered_users() < aggregator.loaded().size:
-        dead = [c for c in clients if c.poll() is not None]
-        if dead:
-            c = dead[0]
-            lines = c.log_tail().splitlines()  # the client's last line says why (gRPC may log above it)
-            why = f": {lines[-1]}" if lines else (": (no output)" if c.ran else "")
-            raise LDPError(f"{c.describe()} before it was ready{why}")
-        if loop.time() > end:
-            connected = [s.key for s in aggregator.shards]
-            raise LDPError(
-                f"the client tasks were not ready after {timeout_s:g} s (shards connected: {connected} of {len(clients)}); "
-                f"each task asks Ray for {num_cpus:g} CPU(s): does the cluster have them free, and can its nodes reach the aggregator at {dial}?"
-            )
-        with contextlib.suppress(LDPError):
-            await aggregator.wait_for_shards(0.2)
+def _task_died(clients: list[RayClient]) -> str | None:
+    """Why the first client task that already ended did so, or None."""
+    dead = [c for c in clients if c.poll() is not None]
+    if not dead:
+        return None
+    c = dead[0]
+    lines = c.log_tail().splitlines()  # the client's last line says why (gRPC may log above it)
+    why = f": {lines[-1]}" if lines else (": (no output)" if c.ran else "")
+    return f"{c.describe()} before it was ready{why}"
+
+
+def _tasks_late(aggregator: GrpcAggregator, clients: list[RayClient], timeout_s: float, num_cpus: float, dial: str) -> str:
+    connected = [s.key for s in aggregator.shards]
+    return (
+        f"the client tasks were not ready after {timeout_s:g} s (shards connected: {connected} of {len(clients)}); "
+        f"each task asks Ray for {num_cpus:g} CPU(s): does the cluster have them free, and can its nodes reach the aggregator at {dial}?"
+    )
 
 
 async def _watch(clients: list[RayClient], on_exit: Callable[[str], None], poll_s: float = 0.25) -> None:
@@ -372,7 +376,8 @@ async def launch_ray(
     extra_args: dict[str, list[str]] | None = None,
     seal_key: bytes | None = None,
     ledgers: str = "keep",
-    on_client_exit: Callable[[str], None] | None = _say_stderr,
+    on_client_exit: Callable[[str], None] | None = say_stderr,
+    key_salt: bytes = b"",
 ) -> AsyncIterator[GrpcLROracle]:
     """Aggregator here + ``processes`` client processes placed by Ray; yields the ``GrpcLROracle``.
 
@@ -412,13 +417,15 @@ async def launch_ray(
         Each client's ``--connect-timeout``.
     stop_timeout_s : float, default 5.0
         After Close, how long the tasks get to end before they are cancelled.
-    capture, extra_args, seal_key, ledgers, on_client_exit
-        As in ``launch_local``.
+    capture, extra_args, seal_key, ledgers, on_client_exit, key_salt
+        As in ``launch_local``. The experiment vouches for an empty ``key_salt`` (invariant I1):
+        Ray never restarts a client task here (``max_retries=0`` in ``place_clients``), so no
+        process life repeats another's (key, user, nonce).
 
     Raises
     ------
     ParameterError
-        Ray is not installed (``pip install 'ldp[ray]'``), or a bad argument (before anything starts).
+        Ray is not installed (``pip install 'ldp-sim[ray]'``), or a bad argument (before anything starts).
     LDPError
         Ray cannot be reached, a client ended before it was ready (its exit code and standard
         error), or the clients were not ready within ``ready_timeout_s``.
@@ -432,7 +439,7 @@ async def launch_ray(
         raise ParameterError(f"scheduling_strategy must be 'SPREAD' or 'DEFAULT', got {scheduling_strategy!r}")
     if isinstance(num_cpus, bool) or not isinstance(num_cpus, (int, float)) or not 0 <= num_cpus < float("inf"):
         raise ParameterError(f"num_cpus must be a finite number ≥ 0 of CPUs per client task, got {num_cpus!r}")
-    config = ClientConfig(population=population, seal_key=seal_key, ledgers=ledgers)
+    config = ClientConfig(population=population, seal_key=seal_key, ledgers=ledgers, key_salt=bytes(key_salt))
     tls_files, tls_args = _tls_payload(tls, token_file, client_name)
     server_tls = None
     if tls is not None:
@@ -459,7 +466,12 @@ async def launch_ray(
                 ray, dial, claims, config, num_cpus=num_cpus, scheduling_strategy=scheduling_strategy,
                 connect_timeout_s=connect_timeout_s, extra_args=extra_args, tls_files=tls_files, tls_args=tls_args,
             ),
-            ready=lambda clients: _wait_ready(aggregator, clients, ready_timeout_s, num_cpus, dial),
+            ready=lambda clients: wait_until_ready(
+                aggregator,
+                ready_timeout_s,
+                died=lambda: _task_died(clients),
+                late=lambda: _tasks_late(aggregator, clients, ready_timeout_s, num_cpus, dial),
+            ),
             watch=None if on_client_exit is None else (lambda clients: _watch(clients, on_client_exit)),
             stop=lambda clients: _stop(ray, clients, stop_timeout_s),
         ) as oracle:

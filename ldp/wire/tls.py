@@ -33,21 +33,24 @@ The API, for ``ldp.wire.aggregator`` / ``ldp.wire.client`` / ``ldp.cli.main``:
 - ``server_tls`` / ``client_tls``: the two flag combinations of the CLI, resolved once
   (``ServerTLS.credentials``, ``ServerTLS.problem(context)``; ``ClientTLS.credentials``,
   ``ClientTLS.metadata``);
-- ``main_certs(argv)``: ``ldp-sim certs DIR ...``.
+- ``plan_pki`` / ``make_pki``: what ``ldp-sim certs DIR ...`` (``ldp.cli.certs``) checks, then writes.
 """
 
 from __future__ import annotations
 
-import argparse
+import contextlib
 import datetime as _dt
 import hmac
 import ipaddress
+import math
 import os
 import re
 import secrets
 import stat
 import sys
-from collections.abc import Callable, Sequence
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -74,7 +77,9 @@ __all__ = [
     "enrolment_problem",
     "explain",
     "issue",
-    "main_certs",
+    "make_pki",
+    "plan_pki",
+    "PkiPlan",
     "make_ca",
     "new_token",
     "peer_identity",
@@ -84,6 +89,7 @@ __all__ = [
     "server_tls",
     "token_metadata",
     "token_ok",
+    "token_problem",
 ]
 
 CA_CERT = "ca.pem"
@@ -94,6 +100,7 @@ TOKEN_FILE = "token"
 DEFAULT_HOSTS: tuple[str, ...] = ("127.0.0.1", "localhost")
 MAX_DAYS = 3650
 TOKEN_MIN_CHARS = 32  # token_urlsafe(32) gives 43 characters (256 bits)
+TOKEN_MAX_CHARS = 1024  # gRPC refuses metadata past 16 KiB (RESOURCE_EXHAUSTED): refuse a long token where it is read
 
 _ORG = "ldp"
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,62}")  # a CN and part of a file name: no '/', no spaces
@@ -384,15 +391,17 @@ def new_token(directory: str | os.PathLike[str]) -> Path:
 
 def read_token(path: str | os.PathLike[str]) -> str:
     """The token in ``path`` (surrounding whitespace ignored); ``ParameterError`` when the file is
-    missing, readable by others, or does not hold a token of at least 32 URL-safe characters."""
+    missing, readable by others, or does not hold a token of 32 to 1024 URL-safe characters."""
     p = Path(path)
     try:
         text = _read_secret(p, "the token file").decode("ascii").strip()
     except UnicodeDecodeError:
         text = ""
-    if len(text) < TOKEN_MIN_CHARS or not _TOKEN.fullmatch(text):
+    if not TOKEN_MIN_CHARS <= len(text) <= TOKEN_MAX_CHARS or not _TOKEN.fullmatch(text):
+        got = "is empty" if not text else f"holds {len(text)} characters" if _TOKEN.fullmatch(text) else "holds other characters"
         raise ParameterError(
-            f"the token file {p} must hold one token of at least {TOKEN_MIN_CHARS} characters A-Z a-z 0-9 _ - (`ldp-sim certs DIR --token` makes one)"
+            f"the token file {p} must hold one token of at least {TOKEN_MIN_CHARS} characters and at most {TOKEN_MAX_CHARS}, A-Z a-z 0-9 _ -, but {got} "
+            "(`ldp-sim certs DIR --token` makes one)"
         )
     return text
 
@@ -472,24 +481,37 @@ def peer_identity(context: Any) -> str | None:
     return name if isinstance(name, str) and _NAME.fullmatch(name) else None
 
 
+def token_problem(context: Any, token: str, *, require_tls: bool = True) -> str:
+    """'' when the call carries exactly one ``authorization: Bearer <token>`` metadata entry equal
+    to ``token`` (compared with ``hmac.compare_digest``), else which of these it is not, in words
+    that never echo either token. An empty ``token`` enrols nobody (misconfigured), and unless
+    ``require_tls=False`` a call that did not come over TLS is refused (a token sent in plaintext
+    is no secret any more)."""
+    if not isinstance(token, str) or not token:
+        return "this aggregator has no enrolment token (misconfigured): nobody is enrolled"
+    if require_tls and not _is_tls(_auth(context)):
+        return "the call did not come over TLS"
+    try:
+        metadata = context.invocation_metadata() or ()
+    except Exception:  # noqa: BLE001
+        return "the call carries no metadata"
+    values = [value for key, value in metadata if key == "authorization"]
+    if not values:
+        return "no enrolment token (this aggregator admits clients by token: --tls DIR --token-file F)"
+    if len(values) != 1:
+        return f"{len(values)} authorization entries (one enrolment token is allowed)"
+    got = values[0] if isinstance(values[0], bytes) else str(values[0]).encode("utf-8", "replace")
+    if not hmac.compare_digest(got, f"Bearer {token}".encode()):
+        return "a wrong enrolment token (not the one in this aggregator's --token-file)"
+    return ""
+
+
 def token_ok(context: Any, token: str, *, require_tls: bool = True) -> bool:
     """Whether the call carries exactly one ``authorization: Bearer <token>`` metadata entry equal to
     ``token`` (compared with ``hmac.compare_digest``). False for an empty ``token`` (misconfigured:
     nobody is enrolled) and, unless ``require_tls=False``, for a call that did not come over TLS (a
     token sent in plaintext is no secret any more)."""
-    if not isinstance(token, str) or not token:
-        return False
-    if require_tls and not _is_tls(_auth(context)):
-        return False
-    try:
-        metadata = context.invocation_metadata() or ()
-    except Exception:  # noqa: BLE001
-        return False
-    values = [value for key, value in metadata if key == "authorization"]
-    if len(values) != 1:
-        return False
-    got = values[0] if isinstance(values[0], bytes) else str(values[0]).encode("utf-8", "replace")
-    return hmac.compare_digest(got, f"Bearer {token}".encode())
+    return not token_problem(context, token, require_tls=require_tls)
 
 
 def enrolment_problem(context: Any, *, require_client_cert: bool, token: str | None = None) -> str:
@@ -498,8 +520,8 @@ def enrolment_problem(context: Any, *, require_client_cert: bool, token: str | N
     must carry it (``token_ok``). Both may be required."""
     if require_client_cert and peer_identity(context) is None:
         return "not enrolled: this aggregator admits only clients with a certificate from its CA (--tls DIR --client-name NAME)"
-    if token is not None and not token_ok(context, token):
-        return "not enrolled: missing or wrong enrolment token (--token-file F, over --tls)"
+    if token is not None and (why := token_problem(context, token)):
+        return f"not enrolled: {why}"
     return ""
 
 
@@ -565,18 +587,41 @@ _HINTS: tuple[tuple[str, str], ...] = (
     ("Connection refused", "nothing listens at that address (the aggregator is not up, or another port)"),
 )
 
+ClientMode = Literal["plaintext", "mtls", "token"]
 
-def explain(details: str) -> str:
-    """A one-line reason for a gRPC error's details (``AioRpcError.details()``) from a TLS channel:
-    the hint that applies, then gRPC's own last error; the details unchanged when no hint applies."""
+# "Socket closed" during the handshake means different things for different clients: the
+# aggregator hung up on what this client sent. What it sent says what it most likely refused.
+_CLOSED: dict[str, str] = {
+    "plaintext": "the aggregator closed the connection before any message: it serves TLS, and this client speaks plaintext "
+    "(connect with --tls DIR and --client-name NAME or --token-file F)",
+    "token": "the aggregator closed the connection during the TLS handshake: it admits only clients with a certificate "
+    "from its CA (mTLS: --client-name NAME), and this client presented none (token mode)",
+    "mtls": "the aggregator closed the connection during the TLS handshake: it did not accept this client's certificate "
+    "(not signed by its CA: another CA's files?)",
+}
+
+
+def client_mode(tls: ClientTLS | None) -> ClientMode:
+    """How a client presents itself: plaintext, with a certificate (mTLS), or with a token only."""
+    if tls is None:
+        return "plaintext"
+    return "mtls" if tls.name is not None else "token"
+
+
+def explain(details: str, client: ClientMode | None = None) -> str:
+    """A one-line reason for a gRPC error's details (``AioRpcError.details()``) from a channel
+    that does not connect: the hint that applies, then gRPC's own last error; the details unchanged
+    when no hint applies. ``client`` (``client_mode``) sharpens what a closed connection means."""
     last = details.split("last error:", 1)[-1].strip() if details else ""
     for needle, hint in _HINTS:
         if needle in details:
+            if needle == "Socket closed" and client is not None:
+                hint = _CLOSED[client]
             return f"{hint} [{last}]"
     return details
 
 
-async def diagnose(channel: grpc.aio.Channel, timeout_s: float = 2.0) -> str:
+async def diagnose(channel: grpc.aio.Channel, timeout_s: float = 2.0, client: ClientMode | None = None) -> str:
     """'' if ``channel`` connects (TCP and TLS handshake), else why not (``explain``). For a client
     whose ``channel_ready()`` timed out: one call of a method no server has, so a working
     connection answers UNIMPLEMENTED and reaches no handler."""
@@ -585,43 +630,130 @@ async def diagnose(channel: grpc.aio.Channel, timeout_s: float = 2.0) -> str:
     except grpc.aio.AioRpcError as exc:
         if exc.code() == grpc.StatusCode.UNIMPLEMENTED:
             return ""
-        return explain(exc.details() or exc.code().name)
+        return explain(exc.details() or exc.code().name, client)
     return ""
+
+
+# --- the aggregator's side of a failed handshake -----------------------------------------------
+
+# A TLS handshake fails inside gRPC's C core, before any handler runs: the only trace is one log
+# line per attempt on the process's stderr (fd 2), e.g. ``I1126 ... ssl_transport_security.cc:2563]
+# Handshake failed with error SSL_ERROR_SSL: error:100000f7:SSL routines:OPENSSL_internal:
+# WRONG_VERSION_NUMBER: ...``. ``handshake_reasons`` turns those into one line that says why.
+_HANDSHAKE_LINE = re.compile(rb"Handshake failed with error (?P<error>.*)$")
+_SERVER_HINTS: tuple[tuple[str, str], ...] = (
+    ("WRONG_VERSION_NUMBER", "a client that does not speak TLS (a plaintext client: started without --tls DIR?)"),
+    ("HTTP_REQUEST", "a client that does not speak TLS (a plaintext client: started without --tls DIR?)"),
+    ("PEER_DID_NOT_RETURN_A_CERTIFICATE", "a client presented no certificate; this aggregator admits only clients with a certificate from its CA (--client-name NAME; a token-mode client?)"),
+    ("CERTIFICATE_VERIFY_FAILED", "a client's certificate is not signed by this aggregator's CA (another CA's certificate: an impostor, or files of another `ldp-sim certs`)"),
+    ("ALERT_UNKNOWN_CA", "a client does not trust this aggregator's certificate (its ca.pem is another CA's)"),
+    ("ALERT_BAD_CERTIFICATE", "a client does not accept this aggregator's certificate (another CA's ca.pem, or a host not in the certificate)"),
+    ("ALERT_CERTIFICATE_UNKNOWN", "a client does not accept this aggregator's certificate (another CA's ca.pem, or a host not in the certificate)"),
+    ("DECRYPT_ERROR", "a handshake whose signatures do not verify (replayed or tampered with?)"),
+    ("BAD_DECRYPT", "a handshake whose records do not decrypt (replayed or tampered with?)"),
+    ("DIGEST_CHECK_FAILED", "a handshake whose transcript does not verify (replayed or tampered with?)"),
+)
+HANDSHAKE_REPEAT_S = 10.0  # the same reason again within this is counted, not printed
+
+
+def handshake_reason(line: bytes) -> str | None:
+    """Why gRPC refused a connection, from one of its log lines; None for any other line."""
+    m = _HANDSHAKE_LINE.search(line.rstrip(b"\r\n"))
+    if m is None:
+        return None
+    error = m.group("error").decode("utf-8", "replace")
+    code = next((needle for needle, _ in _SERVER_HINTS if needle in error), None)
+    if code is None:
+        return f"a TLS handshake failed: {error}"
+    return f"{dict(_SERVER_HINTS)[code]} [{code}]"
+
+
+@contextlib.contextmanager
+def handshake_reasons(prefix: str = "", clock: Callable[[], float] = time.monotonic) -> Iterator[None]:
+    """While inside, gRPC's handshake-failure log lines on fd 2 become one line each on stderr,
+    ``{prefix}refused a connection: <why> [<TLS error>]`` (the same reason again within
+    ``HANDSHAKE_REPEAT_S`` is counted, and the count said with its next line); every other byte
+    written to fd 2 passes through unchanged, in order.
+
+    fd 2 is a pipe while inside, read by a thread; on exit fd 2 is restored and the thread drains
+    the pipe before this returns (bounded: 5 s). The lines come only at gRPC's default log
+    verbosity (``GRPC_VERBOSITY`` unset, or INFO/DEBUG).
+    """
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+        read_end, write_end = os.pipe()
+    except OSError:  # no fd 2 to speak of (a closed stderr): nothing to translate
+        yield
+        return
+    os.dup2(write_end, 2)
+    os.close(write_end)
+    last: dict[str, tuple[float, int]] = {}  # reason -> (when last said, repeats since)
+
+    def pump() -> None:
+        with os.fdopen(read_end, "rb") as pipe:
+            for line in iter(pipe.readline, b""):
+                try:
+                    reason = handshake_reason(line)
+                    if reason is None:
+                        os.write(saved, line)
+                        continue
+                    now = clock()
+                    said, repeats = last.get(reason, (-math.inf, 0))
+                    if now - said < HANDSHAKE_REPEAT_S:
+                        last[reason] = (said, repeats + 1)
+                        continue
+                    again = f" ({repeats} more time(s) since)" if repeats else ""
+                    last[reason] = (now, 0)
+                    os.write(saved, f"{prefix}refused a connection: {reason}{again}\n".encode())
+                except Exception:  # noqa: BLE001 - never lose stderr: pass the line on as it was
+                    with contextlib.suppress(OSError):
+                        os.write(saved, line)
+
+    thread = threading.Thread(target=pump, name="ldp-handshake-log", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        with contextlib.suppress(Exception):
+            sys.stderr.flush()
+        os.dup2(saved, 2)  # the pipe's last write end closes: the thread reads to its end
+        thread.join(timeout=5.0)
+        if not thread.is_alive():
+            os.close(saved)
+
 
 # --- ldp-sim certs -----------------------------------------------------------------------------
 
 
-def add_certs_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    """The arguments of ``ldp-sim certs`` (for a subparser of the main CLI)."""
-    parser.add_argument("directory", metavar="DIR", help="where to write the files (created 0700; an existing CA there is reused)")
-    parser.add_argument(
-        "--server-host", dest="server_hosts", action="append", default=None, metavar="H",
-        help="a host name or IP address clients connect to (repeat; default 127.0.0.1 and localhost)",
-    )
-    who = parser.add_mutually_exclusive_group()
-    who.add_argument("--clients", type=int, default=None, metavar="N", help="issue client certificates client-1 .. client-N")
-    who.add_argument("--client", dest="client_names", action="append", default=None, metavar="NAME", help="issue a client certificate for NAME (repeat)")
-    parser.add_argument("--token", action="store_true", help="also write a shared enrolment token (token mode: clients need no certificate)")
-    parser.add_argument("--days", type=int, default=365, help="validity in days (default 365)")
-    return parser
+@dataclass(frozen=True)
+class PkiPlan:
+    """What ``make_pki`` will write into ``directory``, checked before anything is written."""
+
+    directory: Path
+    days: int
+    names: tuple[str, ...]  # clients to issue certificates for
+    hosts: tuple[str, ...]  # the names in the aggregator's certificate
+    new_ca: bool
+    with_server: bool
+    token: bool
+    hosts_given: bool
 
 
-def run_certs(ns: argparse.Namespace, say: Callable[[str], None] = print) -> int:
-    """``ldp-sim certs`` with parsed arguments: plan everything, refuse before writing anything,
-    then write and say what went where. User mistakes raise ``ParameterError``."""
-    d = Path(ns.directory)
-    days = _check_days(ns.days)
-    if ns.clients is not None and not 1 <= ns.clients <= 10_000:
-        raise ParameterError(f"--clients must be in [1, 10000], got {ns.clients}")
-    names = [str(i) for i in range(1, ns.clients + 1)] if ns.clients is not None else list(ns.client_names or [])
+def _client_names(clients: int | None, client_names: Sequence[str] | None) -> list[str]:
+    if clients is not None and not 1 <= clients <= 10_000:
+        raise ParameterError(f"--clients must be in [1, 10000], got {clients}")
+    names = [str(i) for i in range(1, clients + 1)] if clients is not None else list(client_names or [])
     for n in names:
         _check_name(n, "client name")
     if len(set(names)) != len(names):
         dup = next(n for n in names if names.count(n) > 1)
         raise ParameterError(f"client name {dup!r} is given twice")
-    hosts = list(ns.server_hosts) if ns.server_hosts else list(DEFAULT_HOSTS)
-    for h in hosts:
-        _san(h)
+    return names
+
+
+def _has_new_ca(d: Path) -> bool:
+    """True when ``d`` has no CA yet; an existing one is loaded (refused if broken or unsafe)."""
     ca_cert, ca_key = ca_paths(d)
     if d.exists() and not d.is_dir():
         raise ParameterError(f"{d} exists and is not a directory")
@@ -634,40 +766,64 @@ def run_certs(ns: argparse.Namespace, say: Callable[[str], None] = print) -> int
         )
     if not new_ca:
         _load_ca(d)  # a broken or unsafe CA is refused before anything is written
-    with_server = new_ca or bool(ns.server_hosts)
-    if new_ca and not names and not ns.token:
-        raise ParameterError("nothing would enrol a client: give --clients N, --client NAME or --token")
-    if not (with_server or names or ns.token):
-        raise ParameterError(f"nothing to do: {d} already has a CA; give --server-host H, --clients N, --client NAME or --token")
-    planned: list[Path] = []
-    if new_ca:
-        planned += [ca_cert, ca_key]
-    if with_server:
-        planned += list(server_paths(d))
-    for n in names:
-        planned += list(client_paths(d, n))
-    if ns.token:
-        planned.append(d / TOKEN_FILE)
-    _refuse_existing(planned)
+    return new_ca
 
-    if new_ca:
+
+def plan_pki(
+    directory: Path, *, server_hosts: Sequence[str] | None = None, clients: int | None = None, client_names: Sequence[str] | None = None,
+    token: bool = False, days: int = 365,
+) -> PkiPlan:
+    """Check everything ``make_pki`` would do (names, hosts, the CA there, files it would
+    overwrite) and say what it will write; user mistakes raise ``ParameterError``."""
+    days = _check_days(days)
+    names = _client_names(clients, client_names)
+    hosts = list(server_hosts) if server_hosts else list(DEFAULT_HOSTS)
+    for h in hosts:
+        _san(h)
+    new_ca = _has_new_ca(directory)
+    with_server = new_ca or bool(server_hosts)
+    if new_ca and not names and not token:
+        raise ParameterError("nothing would enrol a client: give --clients N, --client NAME or --token")
+    if not (with_server or names or token):
+        raise ParameterError(f"nothing to do: {directory} already has a CA; give --server-host H, --clients N, --client NAME or --token")
+    plan = PkiPlan(directory, days, tuple(names), tuple(hosts), new_ca, with_server, token, bool(server_hosts))
+    _refuse_existing(_planned_files(plan))
+    return plan
+
+
+def _planned_files(plan: PkiPlan) -> list[Path]:
+    planned: list[Path] = list(ca_paths(plan.directory)) if plan.new_ca else []
+    if plan.with_server:
+        planned += list(server_paths(plan.directory))
+    for n in plan.names:
+        planned += list(client_paths(plan.directory, n))
+    if plan.token:
+        planned.append(plan.directory / TOKEN_FILE)
+    return planned
+
+
+def make_pki(plan: PkiPlan, say: Callable[[str], None] = print) -> None:
+    """Write what ``plan`` says (a CA if there is none, the aggregator's certificate, client
+    certificates, a token), then say what went where and which machine needs which file."""
+    d, days = plan.directory, plan.days
+    ca_cert, ca_key = ca_paths(d)
+    if plan.new_ca:
         make_ca(d, days=max(days, 365))
         say(f"wrote {ca_cert} (the CA certificate: every machine needs it)")
         say(f"wrote {ca_key} (the CA key, 0600: keep it here, copy it nowhere)")
     else:
         say(f"using the CA in {d}")
-    if with_server:
-        cert, key = issue(d, "server", "ldp-aggregator", hosts=hosts, days=days)
-        say(f"wrote {cert} and {key} (the aggregator, for {', '.join(hosts)})")
-    for n in names:
+    if plan.with_server:
+        cert, key = issue(d, "server", "ldp-aggregator", hosts=list(plan.hosts), days=days)
+        say(f"wrote {cert} and {key} (the aggregator, for {', '.join(plan.hosts)})")
+    for n in plan.names:
         cert, key = issue(d, "client", n, days=days)
         say(f"wrote {cert} and {key} (client {n!r})")
-    if ns.token:
+    if plan.token:
         say(f"wrote {new_token(d)} (the shared enrolment token, 0600)")
-    say(_copy_instructions(d, names, ns.token, hosts if with_server else None))
-    if with_server and not ns.server_hosts:
+    say(_copy_instructions(d, plan.names, plan.token, plan.hosts if plan.with_server else None))
+    if plan.with_server and not plan.hosts_given:
         say("note: the aggregator's certificate names only 127.0.0.1 and localhost; for clients on other machines issue it with --server-host NAME-OR-IP")
-    return 0
 
 
 def _copy_instructions(directory: Path, names: Sequence[str], token: bool, hosts: Sequence[str] | None) -> str:
@@ -698,21 +854,3 @@ def _copy_instructions(directory: Path, names: Sequence[str], token: bool, hosts
     if hosts is not None:
         parts.append(f"HOST is one of the names in the aggregator's certificate: {', '.join(hosts)}.")
     return " ".join(parts)
-
-
-def main_certs(argv: Sequence[str] | None = None, *, say: Callable[[str], None] = print) -> int:
-    """``ldp-sim certs DIR [--server-host H ...] [--clients N | --client NAME ...] [--token] [--days D]``.
-    Returns 0; user mistakes raise ``ParameterError`` (the main CLI prints one line, exit 2); bad
-    option syntax exits 2 through argparse."""
-    parser = add_certs_arguments(
-        argparse.ArgumentParser(prog="ldp-sim certs", description="Make a CA, the aggregator's certificate, client certificates and an enrolment token.")
-    )
-    return run_certs(parser.parse_args(None if argv is None else list(argv)), say)
-
-
-if __name__ == "__main__":  # python -m ldp.wire.tls DIR ...
-    try:
-        raise SystemExit(main_certs())
-    except ParameterError as exc:
-        print(f"ldp-sim certs: error: {exc}", file=sys.stderr)
-        raise SystemExit(2) from None

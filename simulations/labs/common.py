@@ -5,7 +5,7 @@ Environment variables (all optional):
 - ``LDP_QUICK=1``       small sizes, each lab under a minute (the tests run labs this way);
 - ``LDP_SOLUTIONS=0``   hide the solutions: exercise cells print their task instead of solving it
   (both switches take 1/0, true/false, yes/no or on/off; another value is an error, see
-  ``simulations.labs.runner.env_switch``);
+  ``ldp.simulations.labs.runner.env_switch``);
 - ``LDP_LAB_OUT=DIR``   where figures are saved (default ``results/labs``);
 - ``LDP_TRANSPORT=grpc`` run against real client processes on loopback (``ldp-sim lab N`` sets it),
   ``LDP_PROCESSES=P``  how many (default 2).
@@ -27,7 +27,7 @@ matplotlib.use("Agg")  # labs run headless; figures are saved, never shown
 from ldp import run  # noqa: E402,F401  (the labs call run(...): asyncio.run that also works in a notebook)
 from ldp.core.population import PopulationSpec  # noqa: E402
 from ldp.local.oracle import InProcessLROracle, LROracle  # noqa: E402
-from simulations.labs.runner import env_switch  # noqa: E402
+from ldp.simulations.labs.runner import env_switch  # noqa: E402
 
 T = TypeVar("T")
 

@@ -6,7 +6,7 @@
 # estimate of a fraction. (3) Measure the estimate's spread against ε and compare it with the
 # formula sd = sqrt(p·q/n)/(p − q), p = e^ε/(e^ε+1), q = 1 − p.
 #
-# Run headless with `python -m simulations.labs.lab1_randomized_response`, or open it as a
+# Run headless with `python -m ldp.simulations.labs.lab1_randomized_response`, or open it as a
 # notebook (jupytext / VS Code percent cells). `LDP_QUICK=1` makes it fast.
 
 # %%
@@ -17,12 +17,13 @@ import numpy as np
 from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator
 
 from ldp.core.audit import verify_exact
-from ldp.core.queries import field_query
-from ldp.core.randomizers import BinaryRandomizedResponse, RandomizerSpec
+from ldp.core.query_specs import field_query
+from ldp.core.randomizers import RandomizerSpec
+from ldp.core.rr_mechanisms import BinaryRandomizedResponse
 from ldp.local.messages import SessionKind, Users
 from ldp.local.session import Request, Session
-from simulations.labs.common import QUICK, exercise, open_oracle, out_dir, run, saved, track
-from simulations.randomized_response import population, referee
+from ldp.simulations.labs.common import QUICK, exercise, open_oracle, out_dir, run, saved, track
+from ldp.simulations.randomized_response import population, referee
 
 OUT = out_dir("lab1")
 USERS = 10_000 if QUICK else 50_000

@@ -15,11 +15,11 @@ import numpy as np
 from ldp.core.budget import Ledger, charge_units
 from ldp.core.concepts import MaskedParityConcept, concept_class
 from ldp.core.population import PopulationSpec
-from ldp.core.queries import field_query
+from ldp.core.query_specs import field_query
 from ldp.core.randomizers import RandomizerSpec
 from ldp.local.messages import SessionKind
 from ldp.local.session import Request, Session
-from simulations.labs.common import QUICK, exercise, open_oracle, out_dir, run, saved
+from ldp.simulations.labs.common import QUICK, exercise, open_oracle, out_dir, run, saved
 
 OUT = out_dir("lab2")
 USERS = 2_000 if QUICK else 20_000

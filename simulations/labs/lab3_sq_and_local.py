@@ -15,12 +15,12 @@ import numpy as np
 
 from ldp.core.concepts import ConjunctionConcept, ProductBernoulli, concept_class
 from ldp.core.population import PopulationSpec
+from ldp.simulations.labs.common import QUICK, exercise, open_oracle, out_dir, run, saved
 from ldp.sq.bounds import central_users_needed, users_per_query
-from ldp.sq.central import CentralSQOracle
+from ldp.sq.central_sq_oracle import CentralSQOracle
+from ldp.sq.conjunction_learner import conjunction_tolerance, learn_conjunction
 from ldp.sq.exact import ExactSQOracle
-from ldp.sq.learners import conjunction_tolerance, learn_conjunction
-from ldp.sq.local import LocalSQOracle
-from simulations.labs.common import QUICK, exercise, open_oracle, out_dir, run, saved
+from ldp.sq.local_sq_oracle import LocalSQOracle
 
 OUT = out_dir("lab3")
 D, ALPHA, BETA, EPS = (3, 0.3, 0.1, 1.0) if QUICK else (4, 0.2, 0.05, 1.0)

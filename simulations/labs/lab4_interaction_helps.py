@@ -16,10 +16,10 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from ldp.core.concepts import concept_class
+from ldp.core.learner_result import true_error
 from ldp.core.population import PopulationSpec
 from ldp.core.rng import generator
 from ldp.learners.masked_parity import learn_masked_parity_interactive, learn_masked_parity_lni
-from ldp.learners.results import true_error
 from ldp.learners.theorem51 import (
     bent_query_set,
     lni_query_set,
@@ -28,7 +28,7 @@ from ldp.learners.theorem51 import (
     separation_profile,
     theorem51_census,
 )
-from simulations.labs.common import QUICK, exercise, open_oracle, out_dir, run, saved, track
+from ldp.simulations.labs.common import QUICK, exercise, open_oracle, out_dir, run, saved, track
 
 OUT = out_dir("lab4")
 D = 8

@@ -13,12 +13,12 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from ldp.core.concepts import concept_class
+from ldp.core.learner_result import true_error
 from ldp.core.population import PopulationSpec, generate_records
 from ldp.core.rng import generator
 from ldp.learners.parity import PackedExamples, a_star_sample_size, algorithm_a_star
 from ldp.learners.parity_local import learn_parity_local
-from ldp.learners.results import true_error
-from simulations.labs.common import QUICK, exercise, open_oracle, out_dir, run, saved, track
+from ldp.simulations.labs.common import QUICK, exercise, open_oracle, out_dir, run, saved, track
 
 OUT = out_dir("lab5")
 EPS, ALPHA, BETA = 1.0, 0.1, 0.1

@@ -17,7 +17,7 @@ import numpy as np
 
 from ldp.core.audit import epsilon_lower_bound
 from ldp.core.rng import RandomSource
-from simulations.labs.common import QUICK, exercise, out_dir, saved
+from ldp.simulations.labs.common import QUICK, exercise, out_dir, saved
 
 OUT = out_dir("lab6")
 N = 50_000 if QUICK else 400_000

@@ -1,8 +1,8 @@
 """Run a lab in a terminal the way a notebook shows it: its narrative between its outputs.
 
 A lab is a jupytext "percent" script: a ``# %% [markdown]`` cell holds narrative (every line a
-comment), a ``# %%`` cell holds code. ``python -m simulations.labs.labN_...`` runs the code and
-skips the narrative (it is comments); a notebook shows both. ``python -m simulations.labs.runner
+comment), a ``# %%`` cell holds code. ``python -m ldp.simulations.labs.labN_...`` runs the code and
+skips the narrative (it is comments); a notebook shows both. ``python -m ldp.simulations.labs.runner
 LAB`` (what ``ldp-sim lab N`` starts) shows both in a terminal: it splits the script into cells,
 prints each markdown cell as rich Markdown and executes each code cell, in order, in one module
 namespace (as a kernel would), so every explanation appears right before the output it explains.
@@ -10,7 +10,7 @@ namespace (as a kernel would), so every explanation appears right before the out
 The split is a small parser of the percent format, so running a lab needs no jupytext (a test
 dependency only; the tests check that this parser and jupytext cut every lab into the same cells).
 
-The labs' switches are environment variables, read by ``simulations.labs.common`` with
+The labs' switches are environment variables, read by ``ldp.simulations.labs.common`` with
 ``env_switch``: ``LDP_QUICK`` (default off) and ``LDP_SOLUTIONS`` (default on) take 1/0,
 true/false, yes/no or on/off; anything else is an error rather than silently the default.
 """
@@ -152,7 +152,7 @@ def run_lab(path: Path | str, console: Console | None = None) -> None:
 
 
 def lab_path(lab: str) -> Path:
-    """A lab's file from its path (``….py``) or its module name (``simulations.labs.lab2_budgets``)."""
+    """A lab's file from its path (``….py``) or its module name (``ldp.simulations.labs.lab2_budgets``)."""
     if lab.endswith(".py"):
         return Path(lab)
     spec = importlib.util.find_spec(lab)
@@ -164,7 +164,7 @@ def lab_path(lab: str) -> Path:
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if len(args) != 1:
-        print("usage: python -m simulations.labs.runner (LAB.py | simulations.labs.labN_name)", file=sys.stderr)
+        print("usage: python -m ldp.simulations.labs.runner (LAB.py | ldp.simulations.labs.labN_name)", file=sys.stderr)
         return 2
     try:
         path = lab_path(args[0])

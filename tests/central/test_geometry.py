@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
-import time
 from pathlib import Path
 
 import numpy as np
@@ -336,11 +335,10 @@ def test_union_learners_grid_utility_and_exact_toy() -> None:
 
 
 def test_geometry_experiment_quick_run_writes_readable_outputs(tmp_path: Path) -> None:
-    from simulations import geometry
-    from simulations.reporting import captured_figures, figure_problems
+    from ldp.simulations import geometry
+    from ldp.simulations.reporting import captured_figures, figure_problems
 
     cfg = dataclasses.replace(geometry.quick_config(0), ks=(3,), epsilons=(2.0,), ns=(500, 4000), union_ns=(2000,), exact_n=5)
-    t0 = time.perf_counter()
     result = geometry.run(cfg)
     with captured_figures() as figs:
         geometry.write_outputs(result, tmp_path)
@@ -348,9 +346,8 @@ def test_geometry_experiment_quick_run_writes_readable_outputs(tmp_path: Path) -
     assert [problems for _, fig in figs if (problems := figure_problems(fig))] == []
     assert len(result.rows) == 4 and all(0 <= r["mean_error"] <= 1 for r in result.rows)
     assert "Thm 4.7 n" in (tmp_path / "table.md").read_text()
-    assert time.perf_counter() - t0 < 30
+    # (Its wall-clock budget, 30 s, is printed by benchmarks/budgets.py, not asserted here.)
 
-    import ldp.cli.catalog  # noqa: F401  (registers the experiment)
-    from ldp.cli.experiments import get_experiment
+    from ldp.experiment import get_experiment  # the entry point ldp_sim.experiments: geometry
 
     assert get_experiment("geometry").name == "geometry"

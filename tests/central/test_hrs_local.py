@@ -6,15 +6,15 @@ import numpy as np
 import pytest
 
 from ldp.central.hrs import central_answer, priv_learn
-from ldp.central.hrs_local import PrefetchedAnswers, ask_conjunctions, conjunction_spec, priv_learn_local
 from ldp.core.concepts import ConjunctionConcept, ProductBernoulli, concept_class
 from ldp.core.errors import SessionError
 from ldp.core.population import PopulationSpec, generate_records
 from ldp.core.rng import generator
+from ldp.learners.hrs_local import PrefetchedAnswers, ask_conjunctions, conjunction_spec, priv_learn_local
 from ldp.local.messages import SessionKind
 from ldp.local.oracle import InProcessLROracle
-from ldp.sq.local import LocalSQOracle
-from ldp.sq.oracle import InsufficientUsersError
+from ldp.sq.local_sq_oracle import LocalSQOracle
+from ldp.sq.sq_oracle import InsufficientUsersError
 
 P = 0.8  # ProductBernoulli(p): E_u[∧_{i∈q} u_i] = p^|q|
 

@@ -7,14 +7,13 @@ import itertools
 import numpy as np
 import pytest
 
-from ldp.central.audit import max_log_ratio, symmetric_delta
-from ldp.central.exponential import exponential_probabilities
 from ldp.central.label_private import (
     label_private_threshold_distribution,
     learn_points_label_private,
     learn_thresholds_label_private,
     threshold_candidates,
 )
+from ldp.central.privacy_checks import max_log_ratio, symmetric_delta
 from ldp.central.set_cover import (
     ConjunctionHypothesis,
     learn_conjunction_set_cover,
@@ -22,6 +21,7 @@ from ldp.central.set_cover import (
     set_cover_parameters,
     set_cover_sequence_distribution,
 )
+from ldp.core.exponential_mechanism import exponential_probabilities
 
 
 def test_label_private_exact_label_dp() -> None:

@@ -7,8 +7,6 @@ import math
 import numpy as np
 import pytest
 
-from ldp.central.audit import symmetric_delta
-from ldp.central.exponential import exponential_probabilities
 from ldp.central.large_margin import (
     large_margin_mechanism,
     lmm_distribution,
@@ -19,6 +17,8 @@ from ldp.central.large_margin import (
     report_noisy_max,
     report_noisy_max_distribution,
 )
+from ldp.central.privacy_checks import symmetric_delta
+from ldp.core.exponential_mechanism import exponential_probabilities
 
 
 def test_lmm_constants_match_reference() -> None:

@@ -12,24 +12,24 @@ import math
 import numpy as np
 import pytest
 
-from ldp.central.audit import max_log_ratio, symmetric_delta
 from ldp.central.choosing import (
     choosing_distribution,
     choosing_mechanism,
     choosing_min_sample_size,
 )
-from ldp.central.exponential import (
-    TAIL,
-    exponential_log_probabilities,
-    exponential_mechanism,
-    exponential_probabilities,
-)
-from ldp.central.laplace import laplace_log_density, laplace_mechanism, laplace_sf
+from ldp.central.laplace_mechanism import laplace_log_density, laplace_mechanism, laplace_sf
+from ldp.central.privacy_checks import max_log_ratio, symmetric_delta
 from ldp.central.stability import (
     a_dist,
     a_dist_pass_probability,
     a_dist_success_gap,
     a_dist_threshold,
+)
+from ldp.core.exponential_mechanism import (
+    TAIL,
+    exponential_log_probabilities,
+    exponential_mechanism,
+    exponential_probabilities,
 )
 
 # ----------------------------------------------------------------------------------------------------

@@ -14,10 +14,9 @@ import math
 import numpy as np
 import pytest
 
-from ldp.central.audit import delta_at_epsilon, delta_bounds_on_cells, max_log_ratio
 from ldp.central.choosing import choosing_distribution
-from ldp.central.exponential import exponential_probabilities
-from ldp.central.laplace import laplace_cdf, laplace_log_density
+from ldp.central.laplace_mechanism import laplace_cdf, laplace_log_density
+from ldp.central.privacy_checks import delta_at_epsilon, delta_bounds_on_cells, max_log_ratio
 from ldp.central.sanitizers import (
     cdf_max_error,
     learn_point_by_sanitization,
@@ -33,6 +32,7 @@ from ldp.central.sanitizers import (
     stability_histogram_threshold,
     window_counts,
 )
+from ldp.core.exponential_mechanism import exponential_probabilities
 
 # ----------------------------------------------------------------------------------------------------
 # stability histogram: exact δ(ε) bounds on the two bins a replacement touches
@@ -315,7 +315,7 @@ def test_sanitization_experiment_tiny_grid(tmp_path) -> None:
     """The experiment on a tiny grid: every method appears where its domain cap allows, files are written,
     and local GRR's error exceeds the central stability histogram's on the same data (ε = 1, m = 5000, d = 8:
     GRR's max error ≈ 0.08 against ≈ 0.008; seeded, deterministic)."""
-    from simulations import sanitization as san
+    from ldp.simulations import sanitization as san
 
     cfg = san.Config(point_bits=(8, 40), point_users=(5000,), threshold_bits=(8,), threshold_users=5000, trials=1)
     result = san.run(cfg)

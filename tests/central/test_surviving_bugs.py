@@ -19,8 +19,8 @@ import math
 import numpy as np
 import pytest
 
-from ldp.central.audit import max_log_ratio
 from ldp.central.large_margin import report_noisy_max, report_noisy_max_distribution
+from ldp.central.privacy_checks import max_log_ratio
 
 # Count vectors (K = 3): ties, near-ties, clear winners. Their replace-one neighbours are generated below.
 _BASES = ([0, 0, 0], [1, 0, 0], [1, 1, 0], [2, 1, 0], [3, 0, 0], [4, 4, 4], [6, 5, 0], [10, 2, 1])
@@ -125,7 +125,7 @@ def test_audit_sees_the_scale_of_the_real_sampler(monkeypatch: pytest.MonkeyPatc
 
     n, eps = 100, 1.0
     honest = _recorded_scale(report_noisy_max, n, eps)
-    real_check = large_margin.check_epsilon
-    monkeypatch.setattr(large_margin, "check_epsilon", lambda e: 2.0 * real_check(e))
+    real_check = large_margin.require_epsilon
+    monkeypatch.setattr(large_margin, "require_epsilon", lambda e: 2.0 * real_check(e))
     assert _recorded_scale(report_noisy_max, n, eps) == pytest.approx(honest / 2.0, rel=1e-12)
     assert _audit(report_noisy_max, n, eps) > eps + 0.1 * eps

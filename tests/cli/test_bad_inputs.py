@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -36,6 +37,44 @@ DEADLINE = "the round deadline must be a finite number of seconds in (0, 10^6]"
 WAIT = "the wait for client processes must be a finite number of seconds in [0, 10^6]"
 TIMEOUT = "the connect timeout must be a finite number of seconds in (0, 10^6]"
 PROCS = "--processes must be ≥ 1 and ≤"
+
+# Issue 23 (items 5 and 6, invariant I6): also run through the real command, one process each.
+ISSUE_23: list[tuple[list[str], str]] = [
+    # --- clients: a spec file from another version (issue 23, I6): the key is named ---
+    ([*CLIENTS, "--population", "{spec_unknown_key}"], "unknown population spec keys ['colour'] (format 1 has ['format', 'concept_class'"),
+    ([*CLIENTS, "--population", "{spec_missing_key}"], "the population spec has no 'seed' key (format 1 needs"),
+    ([*CLIENTS, "--population", "{spec_string_size}"], "population spec key 'size' must be an integer, got '100'"),
+    ([*CLIENTS, "--population", "{spec_format_2}"], "population spec key 'format' is 2; this version of ldp reads format 1"),
+    ([*CLIENTS, "--population", "{spec_format_text}"], "population spec key 'format' is '1'"),
+    ([*CLIENTS, "--population", "{spec_short_target}"], "population spec key 'target': a parity target in dimension d = 4 needs 4 bits, got 3"),
+    ([*CLIENTS, "--population", "{spec_target_text_bit}"], "population spec key 'target' (parity) key 'r' must be a list of 0s and 1s"),
+    ([*CLIENTS, "--population", "{spec_distribution_key}"], "population spec key 'distribution' (product_bernoulli) has unknown keys ['q']"),
+    # --- clients: shards that cannot be (issue 23, item 6) ---
+    ([*CLIENTS_SPEC, "--shard", "3/2"], "needs 0 ≤ K < M"),
+    ([*CLIENTS_SPEC, "--shard", "0/4294967296"], "a shard is K/M with 0 ≤ K < M < 2^32"),
+    ([*CLIENTS_SPEC, "--shard", "0/200"], "--shard 0/200 with --processes 1 leaves 1 client process(es) without users (e.g. 0/200) of the 100"),
+    ([*CLIENTS_SPEC, "--shard", "0/50", "--processes", "3"], "--shard 0/50 with --processes 3 leaves 1 client process(es) without users"),
+    # --- numbers at the edges of their types ---
+    ([*RUN, "--deadline", "1e-400"], DEADLINE),
+    ([*RUN, "--users", "1e400"], USERS),
+    ([*RUN, "--seed", "1e400"], SEED),
+    (["lab", "1e400"], "the lab number must be"),
+    # --- experiment options with no upper limit ran forever: the bound lives in the experiment's Config ---
+    (["run", "separation", "--transport", "inprocess", "-o", "trials=99999999999999999999"], "separation: trials must be an integer in [1, 10,000], got 99999999999999999999"),
+    (["run", "separation", "--transport", "inprocess", "-o", "cap=2000000000000"], "separation: cap must be an integer in [1, 1,099,511,627,776], got 2000000000000"),
+    (["run", "separation", "--transport", "inprocess", "-o", "seed=-1"], "separation: seed must be an integer in [0, 2^64), got -1"),
+    # --- classroom ports: refused in one line, not a gRPC bind warning and a class without an aggregator ---
+    *[(["classroom", "--bind", "127.0.0.1", flag, value], f"argument {flag}: a port must be an integer in 0..65535 (0: any free port), got {shown}")
+      for flag, value, shown in (("--port", "99999", "99999"), ("--port", "-1", "-1"), ("--port", "65536", "65536"), ("--port", "80.5", "'80.5'"), ("--http-port", "70000", "70000"))],
+    # --- a declared schema file of another format (issue 23, I6): the key is named ---
+    *[([*CLIENTS, "--data", "{csv}", "--schema", f"{{{name}}}", "--budget", "1"], fragment) for name, fragment in (
+        ("schema_format_2", "schema key 'format' is 2; this version of ldp reads format 1"),
+        ("schema_format_text", "schema key 'format' is '1'"),
+        ("schema_unknown_key", "unknown schema keys ['colour'] (format 1 has ['format', 'fields'])"),
+        ("schema_missing_fields", "the schema has no 'fields' key (format 1 needs ['format', 'fields'])"),
+        ("schema_fields_text", "schema key 'fields' must be a list of field objects, got str"),
+    )],
+]
 
 CASES: list[tuple[list[str], str]] = [
     # --- run: ε ---
@@ -123,6 +162,7 @@ CASES: list[tuple[list[str], str]] = [
     ([*CLIENTS_SPEC, "--shard", "a/b"], "must look like K/M"),
     ([*CLIENTS_SPEC, "--shard", "2"], "must look like K/M"),
     ([*CLIENTS_SPEC, "--shard", "0/2/3"], "must look like K/M"),
+    *ISSUE_23,
     # --- population ---
     (POP, "say where to write the spec: --out SPEC.json"),
     ([*POP, "--out", "{dir}"], "is a directory; name a file"),
@@ -162,7 +202,37 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     (tmp / "users.csv").write_text("x,y\n0,1\n1,0\n")
     spec = tmp / "spec.json"
     assert cli.main(["population", "rr-demo", "--users", "100", "--seed", "1", "--out", str(spec)]) == 0
-    return {
+    variants: dict[str, dict[str, Any]] = {  # the spec as another version (or a hand edit) might have written it
+        "spec_unknown_key": {"colour": "blue"},
+        "spec_missing_key": {"seed": None},
+        "spec_string_size": {"size": "100"},
+        "spec_format_2": {"format": 2},
+        "spec_format_text": {"format": "1"},
+        "spec_short_target": {"target": {"kind": "parity", "r": [1, 0, 1]}},
+        "spec_target_text_bit": {"target": {"kind": "parity", "r": [1, 0, "1", 1]}},
+        "spec_distribution_key": {"distribution": {"kind": "product_bernoulli", "p": 0.3, "q": 1}},
+    }
+    schema_variants: dict[str, Any] = {  # the schema file as another version (or a hand edit) might have written it
+        "schema_format_2": {"format": 2, "fields": [{"name": "x"}, {"name": "y"}]},
+        "schema_format_text": {"format": "1", "fields": [{"name": "x"}, {"name": "y"}]},
+        "schema_unknown_key": {"format": 1, "fields": [{"name": "x"}, {"name": "y"}], "colour": "blue"},
+        "schema_missing_fields": {"format": 1},
+        "schema_fields_text": {"format": 1, "fields": "x,y"},
+    }
+    paths = {}
+    for name, data in schema_variants.items():
+        paths[name] = str(tmp / f"{name}.json")
+        Path(paths[name]).write_text(json.dumps(data))
+    for name, change in variants.items():
+        data = json.loads(spec.read_text())
+        for key, value in change.items():
+            if value is None:
+                data.pop(key)
+            else:
+                data[key] = value
+        paths[name] = str(tmp / f"{name}.json")
+        Path(paths[name]).write_text(json.dumps(data))
+    return {**paths,
         "tmp": str(tmp), "file": str(tmp / "afile"), "dir": str(tmp / "adir"), "bad_json": str(tmp / "bad.json"),
         "list_json": str(tmp / "list.json"), "short_key": str(tmp / "short.key"), "csv": str(tmp / "users.csv"), "spec": str(spec),
     }  # fmt: skip
@@ -244,6 +314,36 @@ def test_a_valid_run_with_friendly_numbers_passes(files: dict[str, str], capsys:
 
 # --- the real entry points: the same single line, from a fresh interpreter ---
 
+@pytest.mark.parametrize("argv, fragment", ISSUE_23, ids=[" ".join(a) for a, _ in ISSUE_23])
+def test_issue_23_cases_through_the_real_command(argv: list[str], fragment: str, files: dict[str, str]) -> None:
+    """The cases issue 23 added, each through `python -m ldp.cli.main` in a fresh interpreter."""
+    proc = subprocess.run([sys.executable, "-m", "ldp.cli.main", *[_fill(a, files) for a in argv]], capture_output=True, text=True, timeout=60, cwd=files["tmp"])
+    _one_clear_line(proc.returncode, proc.stderr, _fill(fragment, files))
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)  # ~170 interpreters on a loaded machine; each has its own 120 s limit
+def test_the_whole_table_through_the_real_command(files: dict[str, str]) -> None:
+    """Every case of the table as a real `ldp-sim` process (slow: ~170 interpreters): one line,
+    exit code 2, no traceback. Run with `pytest -m slow`."""
+    import concurrent.futures
+
+    script = Path(sys.executable).parent / "ldp-sim"
+    command = [str(script)] if script.exists() else [sys.executable, "-m", "ldp.cli.main"]
+
+    def one(case: tuple[list[str], str]) -> str:
+        argv, fragment = case
+        proc = subprocess.run([*command, *[_fill(a, files) for a in argv]], capture_output=True, text=True, timeout=120, cwd=files["tmp"])
+        try:
+            _one_clear_line(proc.returncode, proc.stderr, _fill(fragment, files))
+        except AssertionError:
+            return f"{' '.join(argv)} -> exit {proc.returncode}: {proc.stderr.strip()[-400:]}"
+        return ""
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+        failures = [f for f in pool.map(one, CASES) if f]
+    assert not failures, "\n".join(failures)
+
 ENTRY_CASES = [
     (["run", "rr-demo", "--deadline", "0"], DEADLINE),
     (["clients", "--connect", "127.0.0.1:9", "--population", "{spec}", "--processes", "100000000"], PROCS),
@@ -272,6 +372,27 @@ def test_bad_input_through_the_console_script(files: dict[str, str]) -> None:
 
 
 def test_population_spec_round_trips(files: dict[str, str]) -> None:
-    """The fixture's spec is a real one (so the `clients` cases fail for the reason named)."""
+    """The fixture's spec is a real one (so the `clients` cases fail for the reason named), and
+    `ldp-sim population` writes its format version."""
     data = json.loads(Path(files["spec"]).read_text())
-    assert data["size"] == 100 and data["seed"] == 1
+    assert data["size"] == 100 and data["seed"] == 1 and data["format"] == 1
+
+
+def test_the_separation_bound_lives_in_its_config(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The upper bounds are the experiment's (simulations.separation.Config), not the CLI's: the
+    Python API refuses the same values. Broken variant: a Config with no upper limit on trials
+    accepts 10^20 trials (the run that never ends); with the limit it is refused in one line."""
+    import dataclasses
+
+    from ldp.core.errors import ParameterError
+    from simulations import separation
+
+    with pytest.raises(ParameterError, match=r"separation: trials must be an integer in \[1, 10,000\], got 100000000000000000000"):
+        separation.Config(trials=10**20)
+    for name, most in separation.INTEGER_LIMITS.items():
+        separation.Config(**{name: most, **({"cap": most} if name == "start_users" else {})})  # the bound itself is allowed
+        with pytest.raises(ParameterError, match=f"separation: {name} must be an integer in"):
+            separation.Config(**{name: most + 1})
+    assert dataclasses.replace(separation.quick_config(), trials=3).trials == 3
+    monkeypatch.setitem(separation.INTEGER_LIMITS, "trials", 2**200)  # the broken variant: no upper limit to speak of
+    assert separation.Config(trials=10**20).trials == 10**20

@@ -67,7 +67,7 @@ def test_rr_demo_writes_its_table_to_out(tmp_path: Path) -> None:
 
 
 def test_the_sq_sample_complexity_module_writes_where_the_cli_does(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    from simulations import sq_sample_complexity
+    from ldp.simulations import sq_sample_complexity
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(sq_sample_complexity, "quick_config", lambda seed: sq_sample_complexity.Config(

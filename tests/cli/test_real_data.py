@@ -1,4 +1,4 @@
-"""The worked example on real data (``simulations.real_data``, ``ldp-sim run real-data``).
+"""The worked example on real data (``ldp.simulations.real_data``, ``ldp-sim run real-data``).
 
 The committed file carries its licence (CC0) next to it and loads under its declared schema; the
 same users answer bit-identically in process and from loopback gRPC client processes hosting the
@@ -18,11 +18,11 @@ import numpy as np
 import pytest
 
 from ldp.core.datafile import load_data
-from ldp.core.randomizers import KaryRandomizedResponse
 from ldp.core.rng import derive_key_bytes
+from ldp.core.rr_mechanisms import KaryRandomizedResponse
 from ldp.learners.heavy_hitters import grr_frequency_variance
-from simulations import real_data as rd
-from simulations.reporting import captured_figures, figure_problems
+from ldp.simulations import real_data as rd
+from ldp.simulations.reporting import captured_figures, figure_problems
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -58,7 +58,7 @@ async def test_estimates_are_within_five_sd_and_a_mismatched_epsilon_is_caught(t
     async with rd.data_oracle(config.data, config.schema, config.budget, derive_key_bytes("real-data", 1), "inprocess") as oracle:
         rows, raw = await rd.run_on(oracle, data, config)
     assert len(rows) == 2 * (9 + 9) and max(r["z"] for r in rows) < 5, [(r["statistic"], r["mechanism"], r["z"]) for r in rows]
-    with captured_figures() as seen:  # the plot is readable (simulations.reporting's rules)
+    with captured_figures() as seen:  # the plot is readable (ldp.simulations.reporting's rules)
         rd.plot(rd.Result(config, data.size, tuple(rows), 0.0), tmp_path / "estimates.png")
     assert len(seen) == 1 and figure_problems(seen[0][1]) == []
     truths = {r["statistic"]: r["truth"] for r in rows if r["epsilon"] == 4.0}

@@ -15,21 +15,18 @@ from typing import Any
 import numpy as np
 import pytest
 
+import ldp
 from ldp.core.budget import Ledger
-from ldp.core.concepts import ConceptClass, MaskedParityConcept, Uniform, concept_class
+from ldp.core.concepts import ConceptClass, MaskedParityConcept, ProductBernoulli, Referee, Uniform, concept_class
 from ldp.core.errors import LDPError, ParameterError, UnknownKindError
+from ldp.core.laplace import DiscreteLaplaceRandomizer, LaplaceRandomizer
+from ldp.core.plus_minus import PlusMinusRandomizedResponse
 from ldp.core.population import PopulationSpec, generate_records
-from ldp.core.queries import QuerySpec, affine, conjunction, field_query, label_query, parity, product
-from ldp.core.randomizers import (
-    BinaryRandomizedResponse,
-    DiscreteLaplaceRandomizer,
-    KaryRandomizedResponse,
-    LaplaceRandomizer,
-    PlusMinusRandomizedResponse,
-    RandomizerSpec,
-    RecordRandomizedResponse,
-)
-from ldp.local.messages import SessionKind
+from ldp.core.queries import QuerySpec
+from ldp.core.query_specs import affine, conjunction, field_query, label_query, parity, product
+from ldp.core.randomizers import RandomizerSpec
+from ldp.core.rr_mechanisms import BinaryRandomizedResponse, KaryRandomizedResponse, RecordRandomizedResponse
+from ldp.local.messages import Assignment, RoundRequest, SessionKind, Status, Users
 from ldp.local.oracle import InProcessLROracle
 from ldp.local.session import Request, Session
 from ldp.wire.aggregator import ShardClaim
@@ -43,6 +40,8 @@ CC = concept_class("masked_parity", 4)
 TARGET = MaskedParityConcept((1, 0, 1, 1), 1)
 BIT = field_query("b")
 NAN, INF = math.nan, math.inf
+_RR = RandomizerSpec("binary_rr", BIT, 0.5)
+_BRR = BinaryRandomizedResponse(1.0)
 
 
 def spec_of(**changes: Any) -> PopulationSpec:
@@ -73,6 +72,33 @@ def _round(query: QuerySpec, deadline_s: float = 30.0) -> Callable[[], None]:
     return go
 
 
+def _round_users(users: range) -> Callable[[], None]:
+    """A Session round whose second request names ``users``; nothing may be sent or charged."""
+
+    def go() -> None:
+        oracle = InProcessLROracle(spec_of())
+        session = Session(oracle, SessionKind.INTERACTIVE)
+        try:
+            asyncio.run(session.round([Request.of(range(10), RandomizerSpec("binary_rr", BIT, 0.5)), Request.of(users, RandomizerSpec("binary_rr", BIT, 0.5))]))
+        finally:
+            assert not oracle.ledger_spent_units().any() and not oracle.transcript.rounds, "something was sent or charged"
+
+    return go
+
+
+def _spec_json(change: dict[str, Any] | None) -> Any:
+    """The JSON of a valid spec with ``change`` applied (a None value removes the key); None: a list."""
+    if change is None:
+        return [1, 2]
+    data = spec_of().to_json()
+    for key, value in change.items():
+        if value is None:
+            data.pop(key)
+        else:
+            data[key] = value
+    return data
+
+
 CASES: list[tuple[str, Callable[[], Any], type[Exception], str]] = [
     # --- RandomizerSpec ---
     *[(f"RandomizerSpec epsilon={e!r}", (lambda e=e: RandomizerSpec("binary_rr", BIT, e)), ParameterError, "epsilon")
@@ -84,6 +110,12 @@ CASES: list[tuple[str, Callable[[], Any], type[Exception], str]] = [
     ("RandomizerSpec.from_json unknown kind", lambda: RandomizerSpec.from_json({"kind": "zz", "query": BIT.to_json(), "epsilon": 1}), UnknownKindError, "'zz'"),
     ("RandomizerSpec.from_json no epsilon", lambda: RandomizerSpec.from_json({"kind": "binary_rr", "query": BIT.to_json()}), ParameterError, "malformed randomizer spec"),
     ("RandomizerSpec.from_json nan", lambda: RandomizerSpec.from_json({"kind": "binary_rr", "query": BIT.to_json(), "epsilon": "nan"}), ParameterError, "nan"),
+    ("RandomizerSpec.from_json None", lambda: RandomizerSpec.from_json(None), ParameterError, "malformed randomizer spec: expected a JSON object with keys ['kind', 'query', 'epsilon', 'params'], got NoneType None"),
+    ("RandomizerSpec.from_json a list", lambda: RandomizerSpec.from_json([1, 2]), ParameterError, "expected a JSON object"),
+    ("RandomizerSpec.from_json unknown key", lambda: RandomizerSpec.from_json({**_RR.to_json(), "colour": 1}), ParameterError, "malformed randomizer spec: unknown keys ['colour']"),
+    ("RandomizerSpec.from_json epsilon None", lambda: RandomizerSpec.from_json({**_RR.to_json(), "epsilon": None}), ParameterError, "randomizer spec key 'epsilon' must be a number, got None"),
+    ("RandomizerSpec.from_json params None", lambda: RandomizerSpec.from_json({**_RR.to_json(), "params": None}), ParameterError, "randomizer spec key 'params' must be a JSON object, got None"),
+    ("RandomizerSpec.from_json query None", lambda: RandomizerSpec.from_json({**_RR.to_json(), "query": None}), ParameterError, "randomizer spec key 'query': a query spec must be an object"),
     # --- QuerySpec and the query constructors ---
     *[(f"QuerySpec name={n!r}", (lambda n=n: QuerySpec(n)), ParameterError, "a query name must be a non-empty identifier")
       for n in ("", "a-b", "two words", 5, None)],
@@ -158,6 +190,30 @@ CASES: list[tuple[str, Callable[[], Any], type[Exception], str]] = [
     ("KaryRandomizedResponse repeated category", lambda: KaryRandomizedResponse(1.0, (0, 0)), ParameterError, "k ≥ 2 distinct categories"),
     ("KaryRandomizedResponse nan category", lambda: KaryRandomizedResponse(1.0, (0, NAN)), ParameterError, "categories must be finite"),
     ("KaryRandomizedResponse nan epsilon", lambda: KaryRandomizedResponse(NAN, (0, 1)), ParameterError, "epsilon"),
+    *[(f"KaryRandomizedResponse categories={c!r}", (lambda c=c: KaryRandomizedResponse(1.0, c)), ParameterError, "kary_rr categories must be a list or tuple of k ≥ 2 distinct numbers")
+      for c in (None, 3, 1.5, "01", True)],
+    ("KaryRandomizedResponse string categories", lambda: KaryRandomizedResponse(1.0, ["a", "b"]), ParameterError, "kary_rr categories must be numbers, got 'a'"),
+    ("KaryRandomizedResponse 10^400 category", lambda: KaryRandomizedResponse(1.0, [10**400, 1]), ParameterError, "kary_rr categories must be finite"),
+    ("KaryRandomizedResponse 2-d categories", lambda: KaryRandomizedResponse(1.0, np.zeros((2, 2))), ParameterError, "one-dimensional"),
+    # --- generator and the audits (the sweep below tries every wrong value; these pin the words) ---
+    *[(f"generator seed={s!r}", (lambda s=s: ldp.generator(s, "x")), ParameterError, "generator seed must be an integer in [0, 2^64)")
+      for s in (None, NAN, INF, -1, 1.5, "8", True, 2**64)],
+    ("verify_exact of a string", lambda: ldp.verify_exact("binary_rr"), ParameterError, "verify_exact: R must be a randomizer"),
+    ("verify_exact check_inputs None", lambda: ldp.verify_exact(_BRR, check_inputs=None), ParameterError, "verify_exact: check_inputs must be an integer in [2, 2^20], got None"),
+    ("verify_exact check_inputs 1", lambda: ldp.verify_exact(_BRR, check_inputs=1), ParameterError, "check_inputs must be an integer in [2, 2^20], got 1"),
+    ("verify_exact check_sampler 'no'", lambda: ldp.verify_exact(_BRR, check_sampler="no"), ParameterError, "check_sampler must be True or False"),
+    ("audit_epsilon of None", lambda: ldp.audit_epsilon(None, 1, 0), ParameterError, "audit_epsilon: R must be a randomizer"),
+    ("audit_epsilon u None", lambda: ldp.audit_epsilon(_BRR, None, 0), ParameterError, "audit_epsilon: u must be a number in the input domain of binary_rr, got None"),
+    ("audit_epsilon u_prime 2", lambda: ldp.audit_epsilon(_BRR, 1, 2), ParameterError, "audit_epsilon: u_prime = 2 is not an input of the randomizer: binary_rr: input 2.0 is not in its domain {0, 1}"),
+    ("audit_epsilon u past a Laplace bound", lambda: ldp.audit_epsilon(LaplaceRandomizer(1.0, 1.0), 5.0, 0.0), ParameterError, "audit_epsilon: u must be in the input domain [-1, 1] of laplace, got 5.0"),
+    ("audit_epsilon record of 1", lambda: ldp.audit_epsilon(RecordRandomizedResponse(1.0, (0, 0), (1, 1)), [0], [1, 1]), ParameterError, "audit_epsilon: u must be a list of 2 numbers (one record), got [0]"),
+    *[(f"audit_epsilon n={n!r}", (lambda n=n: ldp.audit_epsilon(_BRR, 1, 0, n=n)), ParameterError, "audit_epsilon: n (reports per input) must be an integer in [1, 10^8]")
+      for n in (0, -1, NAN, 1.5, "8", True, 10**8 + 1, 2**63)],
+    *[(f"audit_epsilon alpha={a!r}", (lambda a=a: ldp.audit_epsilon(_BRR, 1, 0, n=10, alpha=a)), ParameterError, "audit_epsilon: alpha must be")
+      for a in (0, 1, -1, NAN, INF, True, None, "0.01")],
+    *[(f"audit_epsilon seed={s!r}", (lambda s=s: ldp.audit_epsilon(_BRR, 1, 0, n=10, seed=s)), ParameterError, "audit_epsilon: seed must be an integer in [0, 2^64)")
+      for s in (-1, 1.5, None, True, 2**64)],
+    ("audit_epsilon event a string", lambda: ldp.audit_epsilon(_BRR, 1, 0, n=10, event="w == 1"), ParameterError, "audit_epsilon: event must be a function"),
     ("LaplaceRandomizer bound 0", lambda: LaplaceRandomizer(1.0, 0), ParameterError, "bound b must be a finite number > 0, got 0.0"),
     ("LaplaceRandomizer bound nan", lambda: LaplaceRandomizer(1.0, NAN), ParameterError, "bound b must be a finite number > 0, got nan"),
     ("DiscreteLaplaceRandomizer epsilon 32", lambda: DiscreteLaplaceRandomizer(32.0, 1.0), ParameterError, "discrete_laplace supports ε ≤ 16"),
@@ -166,6 +222,62 @@ CASES: list[tuple[str, Callable[[], Any], type[Exception], str]] = [
     ("RecordRandomizedResponse empty", lambda: RecordRandomizedResponse(1.0, (), ()), ParameterError, "non-empty low and high bounds"),
     ("RecordRandomizedResponse high = low", lambda: RecordRandomizedResponse(1.0, (0,), (0,)), ParameterError, "every column needs high > low"),
     ("RecordRandomizedResponse step 0", lambda: RecordRandomizedResponse(1.0, (0,), (2,), (0,)), ParameterError, "step ≥ 1 that divides high − low"),
+    # --- issue 23, items 5 and 6: the cases the hostile tester found, by name ---
+    ("concept_class d a string", lambda: concept_class("masked_parity", "8"), ParameterError, "masked_parity: d must be an integer ≥ 1, got '8'"),
+    ("concept_class d a float", lambda: concept_class("parity", 4.0), ParameterError, "parity: d must be an integer ≥ 1, got 4.0"),
+    ("concept_class d 2^63", lambda: concept_class("parity", 2**63), ParameterError, "parity: d must be ≤ 2^16"),
+    ("concept_class name a list", lambda: concept_class(["parity"], 4), ParameterError, "a concept class name must be a string"),
+    ("InProcessLROracle(None)", lambda: InProcessLROracle(None), ParameterError, "population must be a PopulationSpec"),
+    ("InProcessLROracle shards a string", lambda: InProcessLROracle(spec_of(), shards="2"), ParameterError, "shards must be an integer in [1, 1000]"),
+    ("InProcessLROracle shards 2^63", lambda: InProcessLROracle(spec_of(), shards=2**63), ParameterError, "shards must be an integer in [1, 1000]"),
+    ("Session.round users outside: named by position", _round_users(range(990, 1100)), ParameterError, "request 1 of round 0 names 100 user(s) that no connected shard holds (held: 0..999)"),
+    ("Session.round range stop 2^63", lambda: Request.of(range(0, 2**63), RandomizerSpec("binary_rr", BIT, 0.5)), ParameterError, "a user range needs integers 0 ≤ start ≤ stop < 2^63 (user ids are int64), got [0, 9223372036854775808)"),
+    ("Users.range stop 2^64-1", lambda: Users.range(0, 2**64 - 1), ParameterError, "stop < 2^63"),
+    ("Users.of id 2^63", lambda: Users.of([2**63]), ParameterError, "user ids must be in [0, 2^63) (int64), got ids from 9223372036854775808"),
+    ("Users.of id -1", lambda: Users.of([3, -1]), ParameterError, "user ids must be in [0, 2^63) (int64), got ids from -1 to 3"),
+    ("Users.of a string", lambda: Users.of("12"), ParameterError, "user ids must be a list or array of integers, got '12'"),
+    ("Users.of floats", lambda: Users.of([1.5, 2.0]), ParameterError, "user ids must be integers, got float64 values"),
+    ("Users.of bools", lambda: Users.of([True, False]), ParameterError, "user ids must be integers, got bool values"),
+    ("Request.of randomizer a string", lambda: Request.of(range(3), "binary_rr"), ParameterError, "a request's randomizer must be a RandomizerSpec"),
+    ("Session oracle None", lambda: Session(None, SessionKind.INTERACTIVE), ParameterError, "oracle must be an LROracle"),
+    ("Session kind 3", lambda: Session(InProcessLROracle(spec_of()), 3), ParameterError, "session kind must be SessionKind.NON_INTERACTIVE (1) or SessionKind.INTERACTIVE (2), got 3"),
+    ("Session deadline 10^7", lambda: Session(InProcessLROracle(spec_of()), SessionKind.INTERACTIVE, deadline_s=1e7), ParameterError, "deadline_s (seconds per round) must be a finite number of seconds in (0, 10^6], got 10000000.0"),
+    ("Session.round requests not a list", lambda: asyncio.run(Session(InProcessLROracle(spec_of()), SessionKind.INTERACTIVE).round(Request.of(range(3), RandomizerSpec("binary_rr", BIT, 0.5)))), ParameterError, "a round takes a list of requests"),
+    *[(f"RoundRequest deadline_s={d!r}", (lambda d=d: RoundRequest(1, SessionKind.INTERACTIVE, 0, (), False, d)), ParameterError, "the round deadline deadline_s must be a finite number of seconds in (0, 10^6]")
+      for d in (0, -1, NAN, INF, -INF, 1e7, "30", None)],
+    ("RoundRequest session id 2^64", lambda: RoundRequest(2**64, SessionKind.INTERACTIVE, 0, ()), ParameterError, "session_id must be an integer in [0, 2^64), got 18446744073709551616"),
+    ("RoundRequest round -1", lambda: RoundRequest(1, SessionKind.INTERACTIVE, -1, ()), ParameterError, "round must be an integer in [0, 2^32), got -1"),
+    ("Assignment request id -1", lambda: Assignment(-1, Users.range(0, 1), RandomizerSpec("binary_rr", BIT, 0.5)), ParameterError, "request_id must be an integer in [0, 2^64), got -1"),
+    ("SessionKind(0)", lambda: SessionKind(0), ParameterError, "session kind must be"),
+    ("Status(9)", lambda: Status(9), ParameterError, "a status must be 0 (ANSWERED)"),
+    ("Referee label_noise a string", lambda: Referee(CC, TARGET, label_noise="0.1"), ParameterError, "label_noise must be a number in [0, 0.5), got '0.1'"),
+    ("Referee target None", lambda: Referee(CC, None), ParameterError, "target must be a Concept"),
+    ("Referee.error of a string", lambda: Referee(CC, TARGET).error("h"), ParameterError, "a hypothesis needs a vectorized predict(features)"),
+    ("random_target of a seed", lambda: CC.random_target(0), ParameterError, "random_target needs a numpy Generator"),
+    ("ProductBernoulli p a string", lambda: ProductBernoulli("0.5"), ParameterError, "ProductBernoulli: p must be a number in (0, 1), got '0.5'"),
+    ("ldp.run of a function", lambda: ldp.run(Session.round), ParameterError, "ldp.run takes a coroutine"),
+    # --- spec files from another version: the key is named ---
+    *[(f"PopulationSpec.from_json {why}", (lambda change=change: PopulationSpec.from_json(_spec_json(change))), ParameterError, fragment) for why, change, fragment in (
+        ("unknown key", {"colour": "blue"}, "unknown population spec keys ['colour'] (format 1 has ['format', 'concept_class', 'd'"),
+        ("missing key", {"seed": None}, "the population spec has no 'seed' key (format 1 needs"),
+        ("missing label_noise", {"label_noise": None}, "the population spec has no 'label_noise' key"),
+        ("string size", {"size": "1000"}, "population spec key 'size' must be an integer, got '1000'"),
+        ("float seed", {"seed": 3.0}, "population spec key 'seed' must be an integer, got 3.0"),
+        ("bool budget", {"budget": True}, "population spec key 'budget' must be a number, got True"),
+        ("string secure", {"secure": "false"}, "population spec key 'secure' must be true or false, got 'false'"),
+        ("format 2", {"format": 2}, "population spec key 'format' is 2; this version of ldp reads format 1"),
+        ("format a string", {"format": "1"}, "population spec key 'format' is '1'"),
+        ("target bits a string", {"target": {"kind": "masked_parity", "r": [1, 0, "1", 1], "a": 1}}, "population spec key 'target' (masked_parity) key 'r' must be a list of 0s and 1s"),
+        ("target unknown key", {"target": {"kind": "masked_parity", "r": [1, 0, 1, 1], "a": 1, "b": 0}}, "population spec key 'target' (masked_parity) has unknown keys ['b']"),
+        ("target missing key", {"target": {"kind": "masked_parity", "r": [1, 0, 1, 1]}}, "population spec key 'target' (masked_parity) has no 'a' key"),
+        ("target of another dimension", {"target": {"kind": "masked_parity", "r": [1, 0, 1], "a": 1}}, "population spec key 'target': a masked_parity target in dimension d = 4 needs 4 bits, got 3"),
+        ("target of another class", {"target": {"kind": "parity", "r": [1, 0, 1, 1]}}, "population spec key 'target': a masked_parity class needs a masked_parity target, got 'parity'"),
+        ("target not an object", {"target": [1, 0]}, "population spec key 'target' must be a JSON object"),
+        ("distribution unknown key", {"distribution": {"kind": "uniform", "p": 0.5}}, "population spec key 'distribution' (uniform) has unknown keys ['p']"),
+        ("distribution p a string", {"distribution": {"kind": "product_bernoulli", "p": "0.5"}}, "population spec key 'distribution' (product_bernoulli) key 'p' must be a finite number, got '0.5'"),
+        ("not an object", None, "malformed population spec: expected a JSON object, got list"),
+    )],
+    ("PopulationSpec.from_json unknown concept kind", lambda: PopulationSpec.from_json(_spec_json({"target": {"kind": "circle"}})), UnknownKindError, "population spec key 'target': unknown concept kind 'circle'"),
 ]  # fmt: skip
 
 
@@ -242,3 +354,130 @@ def test_the_readme_tour_with_nan_is_refused_at_construction(capsys: pytest.Capt
         with pytest.raises(ParameterError, match=r"randomizer 'binary_rr': epsilon must be a finite number > 0, got nan"):
             exec(compile(code.replace("epsilon=0.5", "epsilon=float('nan')"), "README.md", "exec"), {"__name__": "tour"})
     assert "Pr[b = 1]" not in capsys.readouterr().out  # no "≈ nan" line
+
+
+# --- the sweep: every public constructor and function, one argument at a time made wrong ---
+#
+# Each entry: a call, its valid keyword arguments, and per argument the words the refusal must
+# contain (naming the parameter). Every argument in turn gets each value of WRONG; the call may
+# accept a value (a name "8" is a fine name) but must never fail with anything but a one-line
+# LDPError naming the argument: no TypeError, AttributeError, OverflowError, MemoryError or
+# numpy warning from inside. Broken variant: undo any one fix (e.g. ConceptClass without its type
+# check) and its row fails with the raw builtin exception's name in the message.
+
+WRONG: list[Any] = [None, "8", -1, NAN, INF, 1.5, [], object(), True, 2**63, -(2**63)]
+
+
+def _api(name: str) -> Any:
+    return getattr(ldp, name)
+
+
+def _sweep() -> dict[str, tuple[Callable[..., Any], dict[str, Any], dict[str, str]]]:
+    oracle = InProcessLROracle(spec_of())
+    return {
+        "concept_class": (ldp.concept_class, dict(name="parity", d=4), dict(name="concept class", d="d must be")),
+        "ConceptClass": (ldp.ConceptClass, dict(name="parity", d=4), dict(name="concept class", d="d must be")),
+        "ConceptClass.random_target": (lambda rng: CC.random_target(rng), dict(rng=np.random.default_rng(0)), dict(rng="Generator")),
+        "Referee": (ldp.Referee, dict(concept_class=CC, target=TARGET, distribution=Uniform(), label_noise=0.1),
+                    dict(concept_class="concept_class", target="target", distribution="distribution", label_noise="label_noise")),
+        "Referee.error": (lambda hypothesis: ldp.Referee(CC, TARGET).error(hypothesis), dict(hypothesis=TARGET), dict(hypothesis="hypothesis")),
+        "PopulationSpec": (ldp.PopulationSpec, dict(concept_class=CC, target=TARGET, size=100, budget=1.0, seed=0, distribution=Uniform(), label_noise=0.0, secure=False),
+                           dict(concept_class="concept_class", target="target", size="population size", budget="budget epsilon", seed="population seed",
+                                distribution="distribution", label_noise="label_noise", secure="secure")),
+        "PopulationSpec.from_json": (ldp.PopulationSpec.from_json, dict(data=spec_of().to_json()), dict(data="population spec")),
+        "generator": (ldp.generator, dict(seed=0), dict(seed="seed")),
+        "QuerySpec": (ldp.QuerySpec, dict(name="field", params={"field": "b"}), dict(name="query name", params="params")),
+        "field_query": (ldp.field_query, dict(name="b", index=0), dict(name="field", index="index")),
+        "label_query": (ldp.label_query, dict(name="y"), dict(name="field")),
+        "parity": (ldp.parity, dict(mask=[0, 1], field="x", output="sign"), dict(mask="mask", field="field", output="output")),
+        "bent": (ldp.bent, dict(field="x", output="sign"), dict(field="field", output="output")),
+        "user_parity": (ldp.user_parity, dict(start=0, count=2, field="x", output="sign"), dict(start="start", count="count", field="field", output="output")),
+        "affine": (ldp.affine, dict(query=BIT, scale=1.0, offset=0.0), dict(query="query", scale="scale", offset="offset")),
+        "RandomizerSpec": (ldp.RandomizerSpec, dict(kind="binary_rr", query=BIT, epsilon=0.5, params={}), dict(kind="kind", query="query", epsilon="epsilon", params="params")),
+        "BinaryRandomizedResponse": (ldp.BinaryRandomizedResponse, dict(epsilon=1.0), dict(epsilon="epsilon")),
+        "KaryRandomizedResponse": (ldp.KaryRandomizedResponse, dict(epsilon=1.0, categories=(0, 1, 2)), dict(epsilon="epsilon", categories="categor")),
+        "DiscreteLaplaceRandomizer": (ldp.DiscreteLaplaceRandomizer, dict(epsilon=1.0, bound=1.0, steps=4), dict(epsilon="epsilon", bound="bound", steps="steps")),
+        "verify_exact": (ldp.verify_exact, dict(R=_BRR, check_inputs=8), dict(R="randomizer", check_inputs="check_inputs")),
+        "audit_epsilon": (ldp.audit_epsilon, dict(R=_BRR, u=0, u_prime=1, n=1000, alpha=1e-6, seed=0),
+                          dict(R="randomizer", u="u", u_prime="u_prime", n="n", alpha="alpha", seed="seed")),
+        "Ledger": (ldp.Ledger, dict(first_user=0, count=5, budget=1.0), dict(first_user="first_user", count="count", budget="budget")),
+        "InProcessLROracle": (ldp.InProcessLROracle, dict(population=spec_of(), shards=1), dict(population="population", shards="shards")),
+        "Session": (ldp.Session, dict(oracle=oracle, kind=SessionKind.INTERACTIVE, name="s", deadline_s=30.0),
+                    dict(oracle="oracle", kind="session kind", name="session name", deadline_s="deadline_s")),
+        "Session.round": (lambda requests: ldp.run(ldp.Session(InProcessLROracle(spec_of()), SessionKind.INTERACTIVE).round(requests)),
+                          dict(requests=[Request.of(range(10), _RR)]), dict(requests="request")),
+        "Request.of": (ldp.Request.of, dict(users=range(10), randomizer=_RR), dict(users="user", randomizer="randomizer")),
+        "Users.range": (ldp.Users.range, dict(start=0, stop=10), dict(start="user range", stop="user range")),
+        "Users.of": (ldp.Users.of, dict(ids=[1, 2]), dict(ids="user ids")),
+        "SessionKind": (ldp.SessionKind, dict(value=1), dict(value="session kind")),
+        "Status": (ldp.Status, dict(value=1), dict(value="status")),
+        "launch_local": (lambda population, processes: _enter(ldp.launch_local(population, processes)), dict(population=spec_of(size=3), processes=1),
+                         dict(population="PopulationSpec", processes="processes")),
+        "grpc_oracle_factory": (lambda processes: _enter(ldp.grpc_oracle_factory(processes)), dict(processes=1), dict(processes="processes")),
+        "load_data": (ldp.load_data, dict(path=str(ROOT / "no-such-file.csv")), dict(path="data file")),
+        "run": (ldp.run, dict(coroutine=None), dict(coroutine="coroutine")),
+        "register_experiment": (ldp.register_experiment, dict(experiment=_registered_experiment()), dict(experiment="experiment")),
+    }  # fmt: skip
+
+
+def _registered_experiment() -> Any:
+    """An experiment already registered (registering it again is harmless): the valid value."""
+    from ldp.experiment import get_experiment
+
+    return get_experiment("rr-demo")
+
+
+SWEEP_ROWS = [(name, arg) for name, (_, _, args) in _sweep().items() for arg in args]
+
+
+def test_the_sweep_covers_the_public_api() -> None:
+    """Every public name that takes arguments has a row (classes with no constructor of their
+    own, the errors and the version are the exceptions)."""
+    covered = {name.split(".")[0] for name in _sweep()}
+    exempt = {"LDPError", "ParameterError", "LROracle", "LocalRandomizer", "Reports", "randomizer_kinds", "record_query", "conjunction", "product", "__version__", "Request"}
+    assert set(ldp.__all__) - covered - exempt == set()
+
+
+@pytest.mark.parametrize(
+    "name, arg",
+    SWEEP_ROWS,
+    ids=[f"{n}-{a}" for n, a in SWEEP_ROWS],
+)
+def test_every_wrong_argument_is_an_ldp_error_naming_it(name: str, arg: str) -> None:
+    call, valid, names = _sweep()[name]
+    raw: list[str] = []
+    for wrong in WRONG:
+        kwargs = {**valid, arg: wrong}
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")
+                call(**kwargs)
+        except LDPError as exc:
+            message = str(exc)
+            if "\n" in message or names[arg] not in message:
+                raw.append(f"{arg}={wrong!r}: {message!r} does not name {names[arg]!r} in one line")
+        except Exception as exc:  # noqa: BLE001 - what the test is looking for
+            raw.append(f"{arg}={wrong!r}: {type(exc).__name__}: {exc}")
+    assert not raw, f"{name}: " + "; ".join(raw)
+
+
+def test_a_spec_written_before_format_1_is_still_read_with_the_same_records_and_ledgers() -> None:
+    """Deliberate backward compatibility: a spec without "format" is the unversioned layout
+    (written before format 1), whose distribution, label_noise and secure may be absent. It is
+    read with the same identity (ledgers continue) and the same records; its unknown keys and
+    wrong types are still refused."""
+    spec = spec_of(label_noise=0.1)
+    written = spec.to_json()
+    assert written["format"] == 1 and PopulationSpec.from_json(written) == spec
+    legacy = {k: v for k, v in written.items() if k != "format"}
+    again = PopulationSpec.from_json(legacy)
+    assert again == spec and again.identity == spec.identity
+    assert np.array_equal(again.records(0, 50), spec.records(0, 50))
+    minimal = {k: v for k, v in legacy.items() if k not in ("distribution", "label_noise", "secure")}
+    assert PopulationSpec.from_json(minimal) == spec_of()
+    with pytest.raises(ParameterError, match="unknown population spec keys \\['colour'\\]"):
+        PopulationSpec.from_json({**legacy, "colour": 1})
+    with pytest.raises(ParameterError, match="population spec key 'size' must be an integer, got '1000'"):
+        PopulationSpec.from_json({**legacy, "size": "1000"})
+    with pytest.raises(ParameterError, match="the population spec has no 'label_noise' key"):
+        PopulationSpec.from_json({k: v for k, v in written.items() if k != "label_noise"})  # format 1: every key

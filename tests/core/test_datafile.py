@@ -86,6 +86,7 @@ def test_csv_explicit_columns_any_order_and_extra_columns(tmp_path):
     assert by_file.identity == by_arg.identity
     assert read_schema_file(tmp_path / "s.json") == (SCHEMA, ("a", "b", "c", "label"))
     assert schema_to_json(SCHEMA, ("a", "b", "c", "label")) == {
+        "format": 1,
         "fields": [
             {"name": "x", "length": 3, "low": 0, "high": 1, "step": 1, "columns": ["a", "b", "c"]},
             {"name": "y", "length": 1, "low": -1, "high": 1, "step": 2, "columns": ["label"]},
@@ -400,7 +401,7 @@ def test_parquet_unreadable_and_without_pyarrow(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "pyarrow", None)  # import pyarrow → ImportError
     monkeypatch.setitem(sys.modules, "pyarrow.parquet", None)
     msg = error_of(load_data, path)
-    assert msg == f"{path}: reading Parquet needs pyarrow; install the parquet extra: pip install 'ldp[parquet]'"
+    assert msg == f"{path}: reading Parquet needs pyarrow; install the parquet extra: pip install 'ldp-sim[parquet]'"
     assert load_data(write_csv(tmp_path / "d.csv", ["y"], [[1], [-1]])).size == 2  # CSV needs no pyarrow
 
 
@@ -419,9 +420,9 @@ def test_schema_file_errors(tmp_path):
         ({"fields": [{"name": "x", "low": 2, "high": 1}]}, "need -32768 ≤ low < high < 32768"),
         ({"fields": [{"name": "x"}, {"name": "x"}]}, "names must be unique"),
         ({"fields": []}, "at least one field"),
-        ({"felds": []}, "unknown key(s) ['felds']"),
-        ({}, 'missing "fields"'),
-        ("x", '"fields" must be a list'),
+        ({"felds": []}, "unknown schema keys ['felds'] (format 1 has ['format', 'fields'])"),
+        ({}, "the schema has no 'fields' key (format 1 needs ['fields'])"),
+        ("x", "schema key 'fields' must be a list of field objects, got str"),
     ]
     for data, expected in cases:
         path.write_text(json.dumps(data))
@@ -442,3 +443,164 @@ def test_schema_json_defaults_and_default_columns():
     assert schema_from_json(SCHEMA_JSON) == SCHEMA
     assert schema_from_json(schema_to_json(SCHEMA)) == SCHEMA
     assert "columns" not in json.dumps(schema_to_json(SCHEMA))
+
+
+# ---------------------------------------------------------------------------- I3: a served schema is declared
+
+ONE_ROW = [[37, 1, 52]]  # the issue's one-row file: an inferred schema is the whole record
+FIVE_ROWS = [[37, 1, 51], [41, 2, 3], [29, 1, 27], [53, 2, 12], [43, 1, 30]]  # odd ages, incomes in multiples of 3
+
+
+@pytest.mark.parametrize("rows", [ONE_ROW, FIVE_ROWS], ids=["one-row", "five-rows"])
+def test_an_inferred_schema_serves_nobody(tmp_path, rows):
+    """In process a practitioner may infer; every way towards an aggregator refuses it (I3)."""
+    from ldp.local.shard import Shard
+    from ldp.wire.client_config import ClientConfig
+
+    path = write_csv(tmp_path / "d.csv", ["age", "kids", "income"], rows)
+    inferred = load_data(path)
+    assert not inferred.schema_declared and inferred.records(0, len(rows)).tolist() == rows  # usable here
+    if rows is ONE_ROW:  # what would have left: 37..38, 1..2, 52..53
+        assert [(f.low, f.high) for f in inferred.schema] == [(37, 38), (1, 2), (52, 53)]
+    expected = datafile.undeclared_schema_message(path)
+    assert "ldp-sim schema infer" in expected and "--schema schema.json" in expected and "\n" not in expected
+    assert error_of(inferred.public_description) == expected
+    assert error_of(inferred.require_declared_schema) == expected
+    shard = Shard(inferred, 0, len(rows), budget=1.0)  # an in-process shard answers...
+    assert error_of(shard.description).startswith(f"the data file {str(inferred.path)!r} has no declared schema")  # ...but describes nothing
+    assert error_of(ClientConfig, data_path=str(path), budget=1.0) == datafile.undeclared_schema_message(str(path))
+
+    draft = datafile.draft_schema(path)
+    declared = load_data(path, draft.to_json())
+    assert declared.schema_declared and declared.schema == draft.schema
+    assert declared.public_description() == {"schema": draft.schema.to_json(), "size": len(rows)}
+    assert Shard(declared, 0, len(rows), budget=1.0).description().to_json() == {"size": len(rows), "schema": draft.schema.to_json()}
+    # The draft copies no column's min, max or step: no field equals the exact inference.
+    assert not any(d == e for d, e in zip(draft.schema, inferred.schema))
+    # Broken variant the comparison catches: the inferred schema, described.
+    assert all(d == e for d, e in zip(inferred.schema, infer_schema(path)))
+
+
+def test_draft_schema_reports_the_values_and_drafts_a_ladder(tmp_path):
+    path = write_csv(tmp_path / "d.csv", ["age", "kids", "income"], FIVE_ROWS)
+    draft = datafile.draft_schema(path)
+    assert draft.rows == 5 and draft.columns == ("age", "kids", "income") and draft.path == path.resolve()
+    assert draft.observed == (
+        datafile.ColumnRange("age", 29, 53, 2),  # what the user reviews: all ages odd...
+        datafile.ColumnRange("kids", 1, 2, 1),
+        datafile.ColumnRange("income", 3, 51, 3),  # ...incomes in multiples of 3
+    )
+    assert [(f.name, f.length, f.low, f.high, f.step) for f in draft.schema] == [
+        ("age", 1, 0, 63, 1), ("kids", 1, 0, 3, 1), ("income", 1, 0, 63, 1),  # what the aggregator would see
+    ]
+    assert parse_schema_json(json.loads(draft.text())) == (draft.schema, draft.columns)
+    assert draft.text().count("\n") == 5  # one field per line
+    # columns= picks and orders
+    assert [f.name for f in datafile.draft_schema(path, ["income", "age"]).schema] == ["income", "age"]
+    wide = write_parquet(tmp_path / "d.parquet", {"neg": np.array([-5, 3, 0]), "top": np.array([0, 32767, 1])})
+    assert [(f.low, f.high) for f in datafile.draft_schema(wide).schema] == [(-7, 7), (0, 32767)]
+    assert "not an integer" in error_of(datafile.draft_schema, write_csv(tmp_path / "bad.csv", ["a"], [["x"]]))
+
+
+def test_draft_range_depends_on_the_magnitude_only():
+    """Property over every int16 pair (sampled, seeded): the draft holds the values, has the
+    ladder form, and two columns of the same sign and bit length get the same draft."""
+    rng = np.random.default_rng(7)
+    lows = rng.integers(-(2**15), 2**15, 20_000)
+    highs = np.minimum(lows + rng.integers(0, 2**16, 20_000), 2**15 - 1)
+    for low, high in zip(lows.tolist(), highs.tolist()):
+        a, b = datafile.draft_range(low, high)
+        assert a <= low <= high <= b
+        assert b == min(2 ** b.bit_length() - 1, 2**15 - 1) and b >= 1
+        assert a == 0 if low >= 0 else a in (-b, -(2**15))
+        magnitude = (high if low >= 0 else max(-low, high)).bit_length()
+        same = (0, max(1, 2 ** (magnitude - 1))) if low >= 0 else (-max(1, 2 ** (magnitude - 1)), 0)
+        assert datafile.draft_range(*same) == (a, b)
+    assert [datafile.draft_range(*r) for r in [(0, 0), (1, 1), (-1, 1), (-32768, 32767), (32767, 32767), (-32768, -32768)]] == [
+        (0, 1), (0, 1), (-1, 1), (-32768, 32767), (0, 32767), (-32768, 32767)
+    ]
+
+
+# ---------------------------------------------------------------------------- schema files: the format key (issue 23, I6)
+
+FORMAT_CASES = [  # the schema file as another version or a hand edit might have it → the refusal, naming the key
+    ({"format": 2, "fields": SCHEMA_JSON["fields"]}, "schema key 'format' is 2; this version of ldp reads format 1 (write it again with this version's `ldp-sim schema infer FILE`"),
+    ({"format": "1", "fields": SCHEMA_JSON["fields"]}, "schema key 'format' is '1'; this version of ldp reads format 1"),
+    ({"format": True, "fields": SCHEMA_JSON["fields"]}, "schema key 'format' is True"),
+    ({"format": 1.0, "fields": SCHEMA_JSON["fields"]}, "schema key 'format' is 1.0"),
+    ({"format": None, "fields": SCHEMA_JSON["fields"]}, "schema key 'format' is None"),
+    ({"format": 1}, "the schema has no 'fields' key (format 1 needs ['format', 'fields'])"),
+    ({"format": 1, "fields": SCHEMA_JSON["fields"], "colour": "blue"}, "unknown schema keys ['colour'] (format 1 has ['format', 'fields'])"),
+    ({"fields": SCHEMA_JSON["fields"], "colour": "blue"}, "unknown schema keys ['colour']"),  # unversioned: unknown keys refused too
+    ({"format": 1, "fields": {"x": 1}}, "schema key 'fields' must be a list of field objects, got dict"),
+    ({"format": 1, "fields": [{"name": "x", "low": "0"}]}, "schema field 'x': 'low' must be an integer, got '0'"),
+]
+
+
+@pytest.mark.parametrize("data, expected", FORMAT_CASES, ids=[e[:40] for _, e in FORMAT_CASES])
+def test_a_schema_file_of_another_format_is_refused_naming_the_key(tmp_path, data, expected):
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps(data))
+    msg = error_of(read_schema_file, path)
+    assert msg.startswith(f"{path}: ") and expected in msg, msg
+    assert expected in error_of(parse_schema_json, data)
+    csv_path = write_csv(tmp_path / "d.csv", ["x_0", "x_1", "x_2", "y"], sample(4).tolist())
+    assert expected in error_of(load_data, csv_path, path)  # what `clients --data F --schema S` reads
+
+
+def test_a_schema_file_written_before_format_1_is_still_read_with_the_same_identity(tmp_path):
+    """Deliberate backward compatibility (as PopulationSpec does): a schema file without "format"
+    ({"fields": [...]}, or the bare list Schema.to_json writes) is the unversioned layout and is
+    read as before; the population it declares keeps its identity, so its users' ledgers go on."""
+    csv_path = write_csv(tmp_path / "d.csv", ["x_0", "x_1", "x_2", "y"], sample(20).tolist())
+    written = schema_to_json(SCHEMA)
+    assert written["format"] == 1 and parse_schema_json(written) == (SCHEMA, default_columns(SCHEMA))
+    versions = {"format 1": written, "no format": {"fields": written["fields"]}, "bare list": SCHEMA.to_json()}
+    identities = set()
+    for name, data in versions.items():
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps(data))
+        pop = load_data(csv_path, path)
+        assert pop.schema == SCHEMA, name
+        identities.add(pop.identity)
+    assert len(identities) == 1
+
+
+def test_every_schema_writer_writes_format_1(tmp_path):
+    """schema_to_json, the draft `ldp-sim schema infer` prints, and the shipped penguins schema."""
+    from simulations import real_data
+
+    csv_path = write_csv(tmp_path / "d.csv", ["a", "b"], [[37, 1], [2, 0]])
+    draft = datafile.draft_schema(csv_path)
+    assert json.loads(draft.text())["format"] == 1 and draft.to_json()["format"] == 1
+    assert parse_schema_json(json.loads(draft.text()))[0] == draft.schema
+    shipped = json.loads((real_data.DATA_DIR / "penguins.schema.json").read_text())
+    assert shipped["format"] == datafile.SCHEMA_FORMAT == 1
+
+
+def test_the_format_check_is_what_refuses(monkeypatch):
+    """Broken variant: a reader that ignores "format" (read_format returning None) accepts a
+    format-2 file, and the refusal above is gone; with the check back it is refused again."""
+    future = {"format": 2, "fields": SCHEMA_JSON["fields"]}
+    monkeypatch.setattr(datafile, "read_format", lambda data, **kw: None)
+    assert parse_schema_json(future)[0] == SCHEMA  # the broken reader takes another version's file
+    monkeypatch.undo()
+    assert "schema key 'format' is 2" in error_of(parse_schema_json, future)
+
+
+SCHEMA_LIST_CASES = [  # Schema.from_json: the public description's list (the wire), never a builtin error
+    (None, "a schema is a list of field objects, got NoneType"),
+    ({"fields": []}, "a schema is a list of field objects, got dict"),
+    (["x"], "schema field #1 must be an object"),
+    ([{"name": "x", "lenght": 2}], "schema field #1: unknown keys ['lenght']"),
+    ([{"low": 0}], "schema field #1 has no 'name' key"),
+    ([{"name": 5}], "field name must be an identifier, got 5"),
+    ([{"name": "x", "high": "1"}], "field 'x': high must be an integer, got '1'"),
+    ([{"name": "x", "length": 1.0}], "field 'x': length must be an integer, got 1.0"),
+]
+
+
+@pytest.mark.parametrize("data, expected", SCHEMA_LIST_CASES, ids=[e[:40] for _, e in SCHEMA_LIST_CASES])
+def test_schema_from_json_refuses_with_one_line(data, expected):
+    assert expected in error_of(Schema.from_json, data)
+    assert Schema.from_json(SCHEMA.to_json()) == SCHEMA

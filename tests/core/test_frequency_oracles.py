@@ -20,6 +20,7 @@ import pytest
 from scipy import stats
 
 from ldp.core.audit import verify_exact
+from ldp.core.audit_structure import enumerated, verify_structure
 from ldp.core.errors import ParameterError
 from ldp.core.frequency_oracles import (
     HadamardResponse,
@@ -28,16 +29,17 @@ from ldp.core.frequency_oracles import (
     SubsetSelection,
     SymmetricUnaryEncoding,
     choose_oracle,
-    enumerated,
     frequency_estimates,
     frequency_variance,
     project_simplex,
-    verify_structure,
     walsh_hadamard,
 )
-from ldp.core.queries import QuerySpec, field_query
-from ldp.core.randomizers import KaryRandomizedResponse, LocalRandomizer, RandomizerSpec, ceil_share, rr_cells
+from ldp.core.queries import QuerySpec
+from ldp.core.query_specs import field_query
+from ldp.core.randomizer_base import ceil_share, rr_cells
+from ldp.core.randomizers import LocalRandomizer, RandomizerSpec
 from ldp.core.rng import Draws, RandomSource
+from ldp.core.rr_mechanisms import KaryRandomizedResponse
 from ldp.core.schema import Field, Schema
 
 EPSILONS = [2.0**-6, 0.25, 1.0, 4.0, 12.0, 45.0, 710.0]

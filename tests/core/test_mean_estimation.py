@@ -31,7 +31,9 @@ from ldp.core.mean_estimation import (
     piecewise_variance,
     unit_interval_query,
 )
-from ldp.core.randomizers import TWO64, LocalRandomizer, PlusMinusRandomizedResponse, RandomizerSpec, randomizer_kinds
+from ldp.core.plus_minus import PlusMinusRandomizedResponse
+from ldp.core.randomizer_base import TWO64
+from ldp.core.randomizers import LocalRandomizer, RandomizerSpec, randomizer_kinds
 from ldp.core.rng import RandomSource
 from ldp.core.schema import Field, Schema
 

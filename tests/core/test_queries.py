@@ -6,17 +6,8 @@ import pytest
 from ldp.core.concepts import MaskedParityConcept, concept_class
 from ldp.core.errors import ParameterError, UnknownKindError
 from ldp.core.population import PopulationSpec, generate_records
-from ldp.core.queries import (
-    QuerySpec,
-    affine,
-    conjunction,
-    field_query,
-    label_query,
-    make_query,
-    parity,
-    product,
-    query_kinds,
-)
+from ldp.core.queries import QuerySpec, make_query, query_kinds
+from ldp.core.query_specs import affine, conjunction, field_query, label_query, parity, product
 
 
 @pytest.fixture
@@ -99,7 +90,8 @@ def test_user_parity_groups_split_evenly_and_candidates_invert_them():
 def test_user_parity_gives_each_group_its_own_parity(masked):
     """Group c answers parity(r_c) with r_c = c in binary, x's bit 0 the most significant: compared
     with the fixed ``parity`` query group by group (a reversed bit order would fail for c = 1)."""
-    from ldp.core.queries import user_parity, user_parity_groups
+    from ldp.core.queries import user_parity_groups
+    from ldp.core.query_specs import user_parity
 
     schema, _, records = masked
     start, count = 100, 1_000
@@ -134,7 +126,7 @@ def test_bad_family_and_bent_queries_are_clear_errors(masked, spec, users, match
 @pytest.mark.parametrize("length", [2, 4, 6])
 def test_bent_query_has_every_walsh_coefficient_of_magnitude_two_to_minus_half_length(length):
     """Exhaustively over x ∈ {0,1}^L: |E_x[β(x)(−1)^⟨r,x⟩]| = 2^{−L/2} for all 2^L vectors r."""
-    from ldp.core.queries import bent
+    from ldp.core.query_specs import bent
     from ldp.core.schema import Field, Schema
 
     schema = Schema((Field("x", length, 0, 1), Field("y", 1, -1, 1, step=2)))
@@ -148,7 +140,8 @@ def test_bent_query_has_every_walsh_coefficient_of_magnitude_two_to_minus_half_l
 async def test_a_family_request_reports_exactly_what_per_group_requests_report():
     """The users' side treats one ``user_parity`` family like the 2^d fixed requests it stands
     for: same users, same key and nonces, so the very same reports, bit for bit."""
-    from ldp.core.queries import user_parity, user_parity_groups
+    from ldp.core.queries import user_parity_groups
+    from ldp.core.query_specs import user_parity
     from ldp.core.randomizers import RandomizerSpec
     from ldp.local.messages import SessionKind
     from ldp.local.oracle import InProcessLROracle

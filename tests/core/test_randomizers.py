@@ -13,20 +13,11 @@ import pytest
 
 from ldp.core.audit import audit_epsilon, chi_square_fit, verify_declared, verify_exact
 from ldp.core.errors import ParameterError
-from ldp.core.randomizers import (
-    TWO64,
-    BinaryRandomizedResponse,
-    DiscreteLaplaceRandomizer,
-    KaryRandomizedResponse,
-    LaplaceRandomizer,
-    PlusMinusRandomizedResponse,
-    RecordRandomizedResponse,
-    _pm_thresholds,
-    _rr_draw,
-    _rr_log,
-    rr_cells,
-)
+from ldp.core.laplace import DiscreteLaplaceRandomizer, LaplaceRandomizer
+from ldp.core.plus_minus import PlusMinusRandomizedResponse, _pm_thresholds
+from ldp.core.randomizer_base import TWO64, rr_cells, rr_draw, rr_log
 from ldp.core.rng import RandomSource
+from ldp.core.rr_mechanisms import BinaryRandomizedResponse, KaryRandomizedResponse, RecordRandomizedResponse
 
 EPSILONS = [2.0**-10, 0.1, 0.5, 1.0, 2.0, 4.0, 8.0]
 
@@ -105,7 +96,7 @@ class SwappedKary(KaryRandomizedResponse):
 
     def log_prob(self, u, w):
         a, b = self.cell_sizes
-        return np.where(np.asarray(u) == np.asarray(w), _rr_log(b), _rr_log(a))
+        return np.where(np.asarray(u) == np.asarray(w), rr_log(b), rr_log(a))
 
 
 @dataclass(frozen=True)
@@ -123,7 +114,7 @@ class HalfSensitivityDiscreteLaplace(DiscreteLaplaceRandomizer):
 
     @property
     def _table(self):
-        from ldp.core.randomizers import _noise_table
+        from ldp.core.laplace import _noise_table
 
         return _noise_table(2 * self.epsilon, self.steps, self.SLACK, self._extension() // 2)
 
@@ -207,7 +198,7 @@ class SamplerUnderstatedRR(BinaryRandomizedResponse):
 
     def sample(self, inputs, randomness):
         a, b = rr_cells(1.1 * self.epsilon, 2)
-        return _rr_draw((np.asarray(inputs) != 0).astype(np.int64), randomness.bits(0), a, b).astype(np.uint8)
+        return rr_draw((np.asarray(inputs) != 0).astype(np.int64), randomness.bits(0), a, b).astype(np.uint8)
 
 
 def test_sampler_that_disagrees_with_its_declared_probabilities_is_caught():

@@ -26,23 +26,14 @@ import pytest
 
 from ldp.core.audit import FixedRandomness, sampler_table, verify_exact
 from ldp.core.errors import ParameterError
-from ldp.core.queries import QuerySpec, conjunction, field_query, label_query, record_query
-from ldp.core.randomizers import (
-    TWO53,
-    TWO64,
-    BinaryRandomizedResponse,
-    DiscreteLaplaceRandomizer,
-    KaryRandomizedResponse,
-    LaplaceRandomizer,
-    LocalRandomizer,
-    PlusMinusRandomizedResponse,
-    Randomizer,
-    RandomizerSpec,
-    RecordRandomizedResponse,
-    _rr_draw,
-    dl_window_extension,
-)
+from ldp.core.laplace import DiscreteLaplaceRandomizer, LaplaceRandomizer, dl_window_extension
+from ldp.core.plus_minus import PlusMinusRandomizedResponse
+from ldp.core.queries import QuerySpec
+from ldp.core.query_specs import conjunction, field_query, label_query, record_query
+from ldp.core.randomizer_base import TWO53, TWO64, Randomizer, rr_draw
+from ldp.core.randomizers import LocalRandomizer, RandomizerSpec
 from ldp.core.rng import RandomSource
+from ldp.core.rr_mechanisms import BinaryRandomizedResponse, KaryRandomizedResponse, RecordRandomizedResponse
 from ldp.core.schema import Field, Schema
 
 POW2 = [2.0**k for k in range(-10, 5)]  # every power of two from 2^-10 to 2^4
@@ -287,7 +278,7 @@ class OffByOneKary(KaryRandomizedResponse):
         a, b = self.cell_sizes
         x = randomness.bits(0)
         idx = self._index(np.asarray(inputs, dtype=np.float64))
-        out = _rr_draw(idx, x, a, b)
+        out = rr_draw(idx, x, a, b)
         return np.asarray(self.categories)[np.where(x == np.uint64(a), idx, out)]
 
 
@@ -436,7 +427,7 @@ class SharedDrawRecord(RecordRandomizedResponse):
         low, step = np.asarray(self.low), self._step()
         out = np.empty_like(x)
         for j, (a, b) in enumerate(self.column_cells):
-            out[:, j] = _rr_draw((x[:, j] - low[j]) // step[j], randomness.bits(0), a, b) * step[j] + low[j]
+            out[:, j] = rr_draw((x[:, j] - low[j]) // step[j], randomness.bits(0), a, b) * step[j] + low[j]
         return out.astype(self.report_dtype)
 
 

@@ -1,7 +1,7 @@
 """The samplers' fast paths give, bit for bit, what their plain formulas give.
 
 The clients' hot path was made faster (binary RR as one comparison and an XOR, k = 2 inside
-``_rr_draw``, in-place arithmetic for ``pm_rr``, integer checks and sampling for ``record_rr``,
+``rr_draw``, in-place arithmetic for ``pm_rr``, integer checks and sampling for ``record_rr``,
 a few comparisons instead of a search for small categorical domains, chunked sampling in the
 shard). Seeded reports must not change: each fast path is compared here with the textbook formula
 it replaces, written out in the test, over every input value and a million AES draws. A broken
@@ -13,15 +13,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ldp.core.randomizers import (
-    BinaryRandomizedResponse,
-    KaryRandomizedResponse,
-    PlusMinusRandomizedResponse,
-    RecordRandomizedResponse,
-    _rr_draw,
-    rr_cells,
-)
+from ldp.core.plus_minus import PlusMinusRandomizedResponse
+from ldp.core.randomizer_base import rr_cells, rr_draw
 from ldp.core.rng import RandomSource, UserRandomness
+from ldp.core.rr_mechanisms import BinaryRandomizedResponse, KaryRandomizedResponse, RecordRandomizedResponse
 from ldp.local.shard import sample_reports
 
 N = 1 << 20
@@ -44,7 +39,7 @@ def test_rr_draw_is_the_formula(k: int, epsilon: float) -> None:
     a, b = rr_cells(epsilon, k)
     idx = np.arange(N, dtype=np.int64) % k
     bits = DRAWS.bits(0)
-    got = _rr_draw(idx, bits, a, b)
+    got = rr_draw(idx, bits, a, b)
     assert got.dtype == np.int64
     assert np.array_equal(got, reference_rr_draw(idx, bits, a, b))
 
@@ -101,7 +96,7 @@ def test_record_rr_samples_integer_records_like_the_float_path() -> None:
 def test_chunked_sampling_in_the_shard_is_one_call_over_everyone() -> None:
     """``sample_reports`` draws 2^16 users at a time, by range or by ids; the reports equal one
     call over all of them with the same key and nonces."""
-    from ldp.core.queries import label_query
+    from ldp.core.query_specs import label_query
     from ldp.core.randomizers import LocalRandomizer, RandomizerSpec
     from ldp.core.schema import Field, Schema
 

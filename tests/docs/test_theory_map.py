@@ -1,10 +1,10 @@
 """docs/theory_map.md cannot silently rot.
 
-Every backticked dotted name ``ldp.…`` / ``simulations.…`` must import (longest module prefix)
+Every backticked dotted name ``ldp.…`` (``ldp.simulations.…`` included) must import (longest module prefix)
 and resolve (attribute chain); every ``tests/….py::test_name`` must name an existing file that
 defines that function; every repo path it cites must exist; and every KLNRS statement the map
 promises has a row naming code and a test. Lab modules run their lab on import, so for
-``simulations.labs.*`` only the file is checked.
+``ldp.simulations.labs.*`` only the file is checked.
 """
 
 from __future__ import annotations
@@ -56,8 +56,9 @@ def _test_refs() -> list[tuple[str, str | None]]:
 
 def _resolve(name: str) -> None:
     parts = name.split(".")
-    if parts[:2] == ["simulations", "labs"] and len(parts) >= 3:
-        path = ROOT.joinpath(*parts[:3]).with_suffix(".py")
+    if parts[:3] == ["ldp", "simulations", "labs"] and len(parts) >= 4:
+        # ldp.simulations is the folder simulations/ (pyproject's package-dir)
+        path = ROOT.joinpath("simulations", "labs", parts[3]).with_suffix(".py")
         assert path.is_file(), f"{name}: no lab file {path.relative_to(ROOT)}"
         return
     for i in range(len(parts), 0, -1):

@@ -29,7 +29,7 @@ def test_there_are_at_least_six_labs():
 def test_lab_runs_in_quick_mode(lab, tmp_path):
     env = dict(os.environ, LDP_QUICK="1", LDP_LAB_OUT=str(tmp_path), MPLBACKEND="Agg")
     proc = subprocess.run(
-        [sys.executable, "-m", f"simulations.labs.{lab}"], env=env, capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", f"ldp.simulations.labs.{lab}"], env=env, capture_output=True, text=True, timeout=120
     )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
     assert list(tmp_path.rglob("*.png")), "a lab saves at least one figure"
@@ -39,7 +39,7 @@ def test_lab_runs_in_quick_mode(lab, tmp_path):
 @pytest.mark.parametrize("lab", LABS[:1])
 def test_solutions_switch_hides_solutions(lab, tmp_path):
     env = dict(os.environ, LDP_QUICK="1", LDP_SOLUTIONS="0", LDP_LAB_OUT=str(tmp_path), MPLBACKEND="Agg")
-    proc = subprocess.run([sys.executable, "-m", f"simulations.labs.{lab}"], env=env, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run([sys.executable, "-m", f"ldp.simulations.labs.{lab}"], env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert "your turn" in proc.stdout
 
@@ -48,7 +48,7 @@ def test_lab1_states_the_sampling_error_of_its_measured_sd(tmp_path):
     """The measured sd comes from R repetitions: the printout gives its sampling error and the
     measured/predicted ratios, which must lie within 4 sampling errors of 1 (the lab asserts it)."""
     env = dict(os.environ, **QUICK_ENV, LDP_LAB_OUT=str(tmp_path))
-    proc = subprocess.run([sys.executable, "-m", "simulations.labs.lab1_randomized_response"], env=env, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run([sys.executable, "-m", "ldp.simulations.labs.lab1_randomized_response"], env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-3000:]
     found = re.search(r"R = (\d+) rounds per ε: the measured sd has a sampling error of ±([\d.]+)%", proc.stdout)
     assert found, proc.stdout
@@ -142,7 +142,7 @@ def test_figure_check_flags_the_defects_it_looks_for():
 
 _RUN_AND_CHECK = """
 import json, runpy, sys
-from simulations.labs.runner import run_lab
+from ldp.simulations.labs.runner import run_lab
 run_lab(sys.argv[1])
 print("FIGURE PROBLEMS " + json.dumps(runpy.run_path(sys.argv[2])["figure_problems"]()))
 """
@@ -166,7 +166,7 @@ def test_lab_figures_are_legible(lab, tmp_path):
 
 
 def test_run_outside_an_event_loop_is_asyncio_run():
-    from simulations.labs.common import run
+    from ldp.simulations.labs.common import run
 
     async def answer():
         await asyncio.sleep(0)
@@ -177,7 +177,7 @@ def test_run_outside_an_event_loop_is_asyncio_run():
 
 def test_run_inside_a_running_loop_uses_a_worker_thread_and_reraises():
     """What a Jupyter kernel does: the cell runs while the kernel's loop runs in this thread."""
-    from simulations.labs.common import run
+    from ldp.simulations.labs.common import run
 
     async def answer():
         await asyncio.sleep(0)
@@ -200,7 +200,7 @@ def test_run_inside_a_running_loop_uses_a_worker_thread_and_reraises():
 def test_run_interrupted_in_a_running_loop_cancels_the_coroutine():
     """Interrupting the kernel (SIGINT to its main thread) while a cell waits in ``run``: the
     coroutine is cancelled, its cleanup runs, and the KeyboardInterrupt reaches the cell."""
-    from simulations.labs.common import run
+    from ldp.simulations.labs.common import run
 
     started, cancelled = threading.Event(), threading.Event()
 
@@ -240,7 +240,7 @@ def test_run_interrupted_in_a_running_loop_cancels_the_coroutine():
 def test_runner_cuts_a_lab_into_the_cells_jupytext_sees(lab):
     import jupytext
 
-    from simulations.labs.runner import split_cells
+    from ldp.simulations.labs.runner import split_cells
 
     path = LAB_DIR / f"{lab}.py"
     ours = [(c.kind, c.source.strip()) for c in split_cells(path.read_text(encoding="utf-8"))]
@@ -256,14 +256,14 @@ def test_runner_cuts_a_lab_into_the_cells_jupytext_sees(lab):
     ("value", "expected"), [("", True), ("1", True), ("0", False), ("off", False), (" Yes ", True), ("FALSE", False)]
 )
 def test_env_switch_values(value, expected):
-    from simulations.labs.runner import env_switch
+    from ldp.simulations.labs.runner import env_switch
 
     assert env_switch("LDP_SOLUTIONS", True, {"LDP_SOLUTIONS": value}) is expected
     assert env_switch("LDP_QUICK", False, {}) is False
 
 
 def test_env_switch_rejects_a_typo():
-    from simulations.labs.runner import env_switch
+    from ldp.simulations.labs.runner import env_switch
 
     with pytest.raises(ValueError, match=r"LDP_QUICK must be 1 or 0 .*got 'ture'"):
         env_switch("LDP_QUICK", False, {"LDP_QUICK": "ture"})

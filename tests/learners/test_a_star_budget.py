@@ -29,8 +29,9 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from ldp.central.audit import max_log_ratio
+from ldp.central.privacy_checks import max_log_ratio
 from ldp.core.concepts import ParityConcept
+from ldp.core.learner_result import LearnerResult, NoHypothesis
 from ldp.core.rng import generator
 from ldp.learners import parity
 from ldp.learners.parity import (
@@ -40,7 +41,6 @@ from ldp.learners.parity import (
     algorithm_a_distribution,
     algorithm_a_star,
 )
-from ldp.learners.results import LearnerResult, NoHypothesis
 
 
 @dataclass(frozen=True)

@@ -25,11 +25,12 @@ import ldp.learners.heavy_hitters as hh
 from ldp.core.budget import charge_units
 from ldp.core.datafile import load_data
 from ldp.core.errors import LDPError, ParameterError
-from ldp.core.queries import make_query, prefix_index
+from ldp.core.queries import make_query
+from ldp.core.query_specs import prefix_index
 from ldp.core.rng import derive_key_bytes
 from ldp.core.schema import Field, Schema
 from ldp.learners.heavy_hitters import grr_frequency_variance, learn_heavy_hitters_pem, pem_groups, pem_lengths
-from simulations.real_data import DataLROracle, data_oracle
+from ldp.simulations.real_data import DataLROracle, data_oracle
 
 pytestmark = pytest.mark.timeout(90)
 

@@ -9,6 +9,7 @@ import pytest
 
 from ldp.core.concepts import MaskedParityConcept, concept_class
 from ldp.core.errors import SessionError
+from ldp.core.learner_result import true_error
 from ldp.core.population import PopulationSpec
 from ldp.core.rng import generator
 from ldp.learners.masked_parity import (
@@ -23,11 +24,10 @@ from ldp.learners.masked_parity import (
     lni_plan,
     lni_success,
 )
-from ldp.learners.results import true_error
 from ldp.learners.theorem51 import all_masked_parities, lni_query_set, theorem51_census
 from ldp.local.oracle import InProcessLROracle
 from ldp.sq.exact import ExactSQOracle
-from ldp.sq.local import LocalSQOracle
+from ldp.sq.local_sq_oracle import LocalSQOracle
 
 
 def _spec(d: int, target: MaskedParityConcept, n: int, seed: int = 1, budget: float = 1.0) -> PopulationSpec:

@@ -11,9 +11,10 @@ import numpy as np
 import pytest
 from scipy.stats import chisquare
 
-from ldp.central.audit import max_log_ratio
-from ldp.central.exponential import exponential_log_probabilities
+from ldp.central.privacy_checks import max_log_ratio
 from ldp.core.concepts import ParityConcept, Referee, concept_class
+from ldp.core.exponential_mechanism import exponential_log_probabilities
+from ldp.core.learner_result import true_error
 from ldp.core.population import PopulationSpec, generate_records
 from ldp.core.rng import generator
 from ldp.learners.occam import (
@@ -25,7 +26,6 @@ from ldp.learners.occam import (
     occam_scores,
     walsh_hadamard,
 )
-from ldp.learners.results import true_error
 
 
 def _brute_scores(name: str, d: int, x: np.ndarray, y: np.ndarray) -> np.ndarray:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 
 from ldp.core.concepts import ParityConcept, concept_class
+from ldp.core.learner_result import true_error
 from ldp.core.population import PopulationSpec
 from ldp.core.rng import generator
 from ldp.learners.parity_local import correlation_family, correlation_query, learn_parity_local
-from ldp.learners.results import true_error
 from ldp.local.oracle import InProcessLROracle
 from ldp.sq.exact import ExactSQOracle
 

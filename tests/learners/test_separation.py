@@ -11,7 +11,7 @@ import pytest
 
 from ldp.core.errors import LDPError, ParameterError
 from ldp.local.oracle import InProcessLROracle
-from simulations.separation import Config, main, run
+from ldp.simulations.separation import Config, main, run
 
 
 async def test_tiny_run_writes_every_output_and_uses_the_factory(tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -54,7 +54,7 @@ async def test_tiny_run_writes_every_output_and_uses_the_factory(tmp_path) -> No
     assert 0.0 <= low <= li["successes"] / li["trials"] <= high <= 1.0
     assert rows[("LNI", 2)]["lni_lower_bound"] > 0 and result["ratios"][0]["d"] == 2
     # --render rebuilds the same table from result.json alone
-    from simulations.separation import render
+    from ldp.simulations.separation import render
 
     assert render(tmp_path)["table"] == result["table"]
     # the central POINT baselines (BNS): A_dist's users do not grow with d, the pure learner's do
@@ -104,7 +104,7 @@ def test_clopper_pearson_matches_the_exact_binomial_tails() -> None:
     broken variant) would give [1, 1] at 20/20 and is refused here."""
     from scipy.stats import binomtest
 
-    from simulations.separation import clopper_pearson
+    from ldp.core.audit import clopper_pearson
 
     for k, t in ((0, 20), (19, 20), (20, 20), (7, 13), (1, 3)):
         low, high = clopper_pearson(k, t)
@@ -114,7 +114,7 @@ def test_clopper_pearson_matches_the_exact_binomial_tails() -> None:
 
 
 def test_growth_tells_a_power_from_an_exponential() -> None:
-    from simulations.separation import growth
+    from ldp.simulations.separation import growth
 
     cubic = [{"d": d, "users_needed": 100 * d**3} for d in (2, 4, 8, 16, 24)]
     doubling = [{"d": d, "users_needed": 60 * 2**d} for d in (2, 4, 8, 16, 24)]
@@ -165,7 +165,7 @@ async def test_parallel_trials_give_the_sequential_results_bit_for_bit() -> None
     assert any(e["stopped_early"] for r in parallel["rows"] for e in r["evaluations"])  # the stopping rule was exercised
 
     # broken: a batch's errors read as they complete (reversed) → a different stopping point
-    import simulations.separation as sep
+    import ldp.simulations.separation as sep
 
     original = sep._Trials.run
 
@@ -215,7 +215,7 @@ def test_group_values_slice_equals_the_mask_over_answered_users() -> None:
     mask over answered ids otherwise; both give the same reports (the mask is the reference)."""
     import numpy as np
 
-    from ldp.core.queries import label_query
+    from ldp.core.query_specs import label_query
     from ldp.core.randomizers import RandomizerSpec
     from ldp.learners.masked_parity import _group_values
     from ldp.local.messages import Users

@@ -18,7 +18,8 @@ from scipy.linalg import hadamard
 import ldp.learners.theorem51 as t51
 from ldp.core.concepts import MaskedParityConcept, concept_class
 from ldp.core.errors import ParameterError
-from ldp.core.queries import QuerySpec, affine, bent, conjunction, label_query, make_query, parity, product
+from ldp.core.queries import QuerySpec, make_query
+from ldp.core.query_specs import affine, bent, conjunction, label_query, parity, product
 from ldp.learners.masked_parity import a_query, bit_query
 from ldp.learners.theorem51 import (
     all_masked_parities,

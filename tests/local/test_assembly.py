@@ -13,7 +13,7 @@ import pytest
 
 from ldp.core.concepts import ConceptClass, ParityConcept
 from ldp.core.population import PopulationSpec
-from ldp.core.queries import label_query
+from ldp.core.query_specs import label_query
 from ldp.core.randomizers import RandomizerSpec
 from ldp.local import oracle as oracle_module
 from ldp.local.messages import Assignment, Result, RoundReply, RoundRequest, SessionKind, Status, Users, refusals

@@ -31,6 +31,13 @@ Y = "b" * 64
 QUARTER = 2**46  # units of ε = 0.25
 
 
+def crash(store: SqliteLedgerStore) -> None:
+    """This process's store dies without closing: its database connection goes, and its claims
+    go as the kernel drops a dead process's locks (nothing is committed or compacted)."""
+    store._db.close()
+    store._finalizer()
+
+
 @pytest.fixture(params=["memory", "sqlite"])
 def kind(request):
     return request.param
@@ -160,7 +167,7 @@ def check_boundary_across_restart(path: Path, cls: type[SqliteLedgerStore] = Sql
     ledger = store.open(X, 0, 2, 1.0)
     assert ledger.charge(np.array([0]), 0.25).accepted[0]
     store.commit()
-    store._db.close()  # a crash after the commit
+    crash(store)  # a crash after the commit
     store = cls(path)
     ledger = store.open(X, 0, 2, 1.0)
     assert int(ledger.spent_units()[0]) == 2**48 and int(ledger.nonces()[0]) == 3, "a restart lost a committed charge"
@@ -200,7 +207,7 @@ def test_a_refunded_charge_is_never_written_and_a_committed_one_cannot_be_refund
     with pytest.raises(LDPError, match="pending"):
         ledger.refund(kept)
     if kind == "sqlite":
-        store._db.close()  # crash
+        crash(store)  # crash
         ledger = again().open(X, 0, 4, 1.0)
         assert ledger.spent_units().tolist() == [QUARTER] * 4 and ledger.nonces().tolist() == [1] * 4
 
@@ -275,7 +282,7 @@ def test_compaction_keeps_every_charge_and_trims_the_log(tmp_path):
         if rng.random() < 0.5:
             store.close()
         else:
-            store._db.close()  # a crash: no compaction at close
+            crash(store)  # a crash: no compaction at close
     store = SqliteLedgerStore(path)
     for identity, reference in universe.items():
         ledger = store.open(identity, 0, 300, 4.0)
@@ -355,7 +362,7 @@ def run_operations(kind: str, directory: str, operations, cls: type[SqliteLedger
                 live = [x for x in live if x not in closing] + [reopened]
             ledger = reopened
         elif op[0] == "crash" and kind == "sqlite":
-            store._db.close()  # nothing more from this process: pending charges never left
+            crash(store)  # nothing more from this process: pending charges never left
             pending.clear()
             store = cls(path, compact_rows=3)
             ledger = store.open(X, 0, n, budget)
@@ -510,7 +517,7 @@ def check_kill_9(directory: Path, *, broken: bool, kills: int = 3, seed: int = 1
         if rnd.random() < 0.5:
             store.close()  # a clean restart (compacts)...
         else:
-            store._db.close()  # ...or the checker dies too
+            crash(store)  # ...or the checker dies too
 
 
 def test_kill_9_loses_no_committed_charge(tmp_path):
@@ -617,3 +624,109 @@ def test_one_load_memory_ledgers_drop_other_data_and_refuse_it_back() -> None:
     assert not keep.open("data-A", 0, 10, 1.0).charge(np.arange(10), 0.5).accepted.any()  # the default keeps A
     with pytest.raises(Exception, match="in memory only"):
         open_store("/tmp/never.sqlite", one_load=True)
+
+
+# -- exclusive claims: one live holder per user of a durable ledger (invariants I1, I2) --------
+
+HOLDER = """
+import sys, numpy as np
+from ldp.local.ledger_store import SqliteLedgerStore
+store = SqliteLedgerStore(sys.argv[1])
+ledger = store.open(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), 1.0)
+print("holding", flush=True)
+sys.stdin.read()  # until the test closes the pipe (or kills this process)
+store.close()
+"""
+
+
+def _holder(path: Path, identity: str, first: int, count: int) -> subprocess.Popen[str]:
+    env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    child = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(path), identity, str(first), str(count)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env
+    )
+    assert child.stdout is not None and child.stdout.readline().strip() == "holding"
+    return child
+
+
+def twin_overspend(path: Path) -> int:
+    """Two holders of users 0..9 (budget 1) on one file, each spending ε = 1 from the state it
+    read: how many ε = 1 reports user 0 got in all. Refused holders report nothing."""
+    reports = 0
+    stores = [SqliteLedgerStore(path), SqliteLedgerStore(path)]
+    ledgers = []
+    for store in stores:
+        try:
+            ledgers.append(store.open(X, 0, 10, 1.0))
+        except LDPError:
+            pass
+    for ledger, store in zip(ledgers, stores):
+        reports += int(ledger.charge(np.arange(10), 1.0).accepted[0])
+        store.commit()
+    for store in stores:
+        store.close()
+    return reports
+
+
+def test_a_second_live_holder_of_the_same_users_is_refused(tmp_path: Path) -> None:
+    """In this process: a second store may not open users another store holds (disjoint users
+    of the same data, and the same users of other data, may); once the first closes, it may."""
+    path = tmp_path / "l.sqlite"
+    first = SqliteLedgerStore(path)
+    first.open(X, 0, 100, 1.0)
+    second = SqliteLedgerStore(path)
+    with pytest.raises(LDPError, match=r"users 50\.\.99 of this data .* already open in another ledger store"):
+        second.open(X, 50, 100, 1.0)
+    second.open(X, 100, 50, 1.0)  # disjoint: the P processes of one launch
+    second.open(Y, 0, 100, 1.0)  # other data
+    first.close()
+    assert second.open(X, 0, 100, 1.0).spent_units().tolist() == [0] * 100
+    second.close()
+    assert twin_overspend(tmp_path / "twins.sqlite") == 1
+
+
+def test_the_twin_check_catches_a_store_without_claims(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The broken variant: claims switched off. Both twins read user 0's unspent budget and each
+    answers at ε = 1: two reports against a budget of 1."""
+    import ldp.local.ledger_store as module
+
+    monkeypatch.setattr(module, "_claim", lambda ledger, identity, first, stop: ("", next(module._TOKENS)))
+    monkeypatch.setattr(module, "_unclaim", lambda claims, token: claims.pop(token, None))
+    assert twin_overspend(tmp_path / "twins.sqlite") == 2
+
+
+def test_another_process_holding_the_users_is_refused_until_it_dies(tmp_path: Path) -> None:
+    """Across processes the kernel's record locks decide: refused while the holder lives,
+    free again as soon as it is killed with SIGKILL (no stale claim to clean up)."""
+    path = tmp_path / "l.sqlite"
+    SqliteLedgerStore(path).close()
+    child = _holder(path, X, 0, 100)
+    try:
+        store = SqliteLedgerStore(path)
+        with pytest.raises(LDPError, match=r"another live process holds users of 90\.\.109 of this data in the ledger"):
+            store.open(X, 90, 20, 1.0)
+        store.open(X, 100, 20, 1.0)  # the holder's neighbours are free
+        child.send_signal(signal.SIGKILL)
+        child.wait(timeout=30)
+        store.open(X, 0, 100, 1.0)
+        store.close()
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+        for stream in (child.stdin, child.stdout):
+            if stream is not None:
+                stream.close()
+
+
+def test_a_ledger_that_is_not_sqlite_is_one_clear_line(tmp_path: Path) -> None:
+    path = tmp_path / "notes.txt"
+    path.write_text("these are my notes, not a ledger\n" * 20)
+    with pytest.raises(LDPError, match=r"notes\.txt cannot be used: file is not a database \(name a new file"):
+        SqliteLedgerStore(path)
+    assert path.read_text().startswith("these are my notes")  # untouched
+    proc = subprocess.run(
+        [sys.executable, "-m", "ldp.cli.main", "clients", "--connect", "127.0.0.1:9", "--population", str(path), "--ledger", str(path)],
+        capture_output=True, text=True, timeout=60, cwd=REPO,
+    )
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "exists and is not an SQLite ledger" in proc.stderr and len(proc.stderr.strip().splitlines()) <= 2, proc.stderr

@@ -8,7 +8,8 @@ import pytest
 from ldp.core.concepts import MaskedParityConcept, concept_class
 from ldp.core.errors import ParameterError, SessionError
 from ldp.core.population import PopulationSpec
-from ldp.core.queries import QuerySpec, conjunction, field_query, label_query, record_query
+from ldp.core.queries import QuerySpec
+from ldp.core.query_specs import conjunction, field_query, label_query, record_query
 from ldp.core.randomizers import RandomizerSpec
 from ldp.local.messages import Assignment, RoundRequest, SessionKind, Status, Users
 from ldp.local.oracle import InProcessLROracle

@@ -6,7 +6,8 @@ import numpy as np
 
 from ldp.core.concepts import MaskedParityConcept, concept_class
 from ldp.core.population import PopulationSpec
-from ldp.core.queries import QuerySpec, affine, conjunction, field_query, label_query, parity, product
+from ldp.core.queries import QuerySpec
+from ldp.core.query_specs import affine, conjunction, field_query, label_query, parity, product
 from ldp.core.rng import generator
 from ldp.sq.adversarial import AdversarialSQOracle
 from ldp.sq.exact import ExactSQOracle

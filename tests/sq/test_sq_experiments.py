@@ -6,8 +6,8 @@ from pathlib import Path
 
 from scipy import stats
 
-import simulations.sq_local as sq_local
-import simulations.sq_sample_complexity as sq_sample_complexity
+import ldp.simulations.sq_local as sq_local
+import ldp.simulations.sq_sample_complexity as sq_sample_complexity
 
 
 def test_sq_local_quick(tmp_path: Path) -> None:

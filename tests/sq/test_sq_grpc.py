@@ -12,9 +12,9 @@ import pytest
 
 from ldp.core.errors import SessionError
 from ldp.local.oracle import InProcessLROracle
-from ldp.sq.learners import learn_conjunction
-from ldp.sq.local import LocalSQOracle
-from ldp.sq.oracle import RefusedUsersError
+from ldp.sq.conjunction_learner import learn_conjunction
+from ldp.sq.local_sq_oracle import LocalSQOracle
+from ldp.sq.sq_oracle import RefusedUsersError
 from tests.sq.sq_helpers import conjunction_population
 
 launcher = pytest.importorskip("ldp.wire.launcher")
@@ -44,7 +44,7 @@ async def test_local_sq_oracle_over_grpc() -> None:
 
 async def test_simulation_algorithms_over_grpc_match_in_process() -> None:
     """The local algorithms of simulations/sq_local.py give the same outputs over gRPC."""
-    from simulations.sq_local import ALGORITHMS, population
+    from ldp.simulations.sq_local import ALGORITHMS, population
 
     for name, (algorithm, _interactive, _) in ALGORITHMS.items():
         spec = population(3 * 500, seed=5, epsilon=2.0)

@@ -11,12 +11,12 @@ from ldp.core.population import PopulationSpec
 from ldp.local.oracle import InProcessLROracle
 from ldp.sq.adversarial import AdversarialSQOracle
 from ldp.sq.bounds import central_users_needed, hoeffding_users, users_per_query
-from ldp.sq.central import CentralSQOracle
+from ldp.sq.central_sq_oracle import CentralSQOracle
+from ldp.sq.conjunction_learner import conjunction_tolerance, learn_conjunction
 from ldp.sq.empirical import EmpiricalSQOracle
 from ldp.sq.exact import ExactSQOracle
-from ldp.sq.learners import conjunction_tolerance, learn_conjunction
-from ldp.sq.local import LocalSQOracle
-from ldp.sq.oracle import SQOracle
+from ldp.sq.local_sq_oracle import LocalSQOracle
+from ldp.sq.sq_oracle import SQOracle
 from tests.sq.sq_helpers import conjunction_population
 
 D, ALPHA, BETA, EPS = 3, 0.3, 0.1, 1.0

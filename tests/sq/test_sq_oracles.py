@@ -13,7 +13,7 @@ import pytest
 from scipy import stats
 
 from ldp.core.errors import BudgetError, SessionError
-from ldp.core.queries import affine, conjunction, field_query, label_query, parity
+from ldp.core.query_specs import affine, conjunction, field_query, label_query, parity
 from ldp.local.messages import SessionKind
 from ldp.local.oracle import InProcessLROracle
 from ldp.sq.bounds import (
@@ -24,11 +24,11 @@ from ldp.sq.bounds import (
     pm_magnitude,
     users_per_query,
 )
-from ldp.sq.central import CentralSQOracle
+from ldp.sq.central_sq_oracle import CentralSQOracle
 from ldp.sq.empirical import EmpiricalSQOracle
 from ldp.sq.exact import ExactSQOracle
-from ldp.sq.local import LocalSQOracle, split_epsilon
-from ldp.sq.oracle import InsufficientUsersError, RefusedUsersError
+from ldp.sq.local_sq_oracle import LocalSQOracle, split_epsilon
+from ldp.sq.sq_oracle import InsufficientUsersError, RefusedUsersError
 from tests.sq.sq_helpers import conjunction_population
 
 # Means under Uniform on {0,1}^3 with y = x0 ∧ ¬x2: 1/4, 1/2, 1/4, 0, 0; every bound b = 1.

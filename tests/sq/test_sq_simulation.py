@@ -15,15 +15,16 @@ import pytest
 from ldp.core.concepts import concept_class
 from ldp.core.errors import SessionError
 from ldp.core.population import PopulationSpec
-from ldp.core.queries import field_query, label_query, make_query
+from ldp.core.queries import make_query
+from ldp.core.query_specs import field_query, label_query
 from ldp.core.randomizers import RandomizerSpec
 from ldp.local.messages import SessionKind, Status
 from ldp.local.oracle import InProcessLROracle
 from ldp.local.session import Request, Session
+from ldp.simulations.sq_local import Config, measure
 from ldp.sq.exact import ExactSQOracle
-from ldp.sq.local import LocalSQOracle
+from ldp.sq.local_sq_oracle import LocalSQOracle
 from ldp.sq.simulation import RatioQuery, SQBackedLROracle, ratio_query, report_distance_bound, simulation_tolerance
-from simulations.sq_local import Config, measure
 from tests.sq.sq_helpers import conjunction_population
 
 
@@ -97,9 +98,9 @@ async def test_theorem_4_8_the_interactive_learner_runs_on_sq_answers_alone() ->
     a valid τ = 10^-3. Deterministic given the seeds (exact errors, no false alarms).
     Broken variant: rejection sampling without the e^ε envelope (Lemma 4.4's acceptance
     probability p/(q·e^ε) taken as p/q) distorts the reports and the learner fails."""
+    from ldp.core.learner_result import true_error
     from ldp.core.rng import generator
     from ldp.learners.masked_parity import learn_masked_parity_interactive
-    from ldp.learners.results import true_error
 
     cc = concept_class("masked_parity", 4)
 

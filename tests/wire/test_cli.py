@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from ldp.cli.experiments import ExperimentArgs, get_experiment
+from ldp.experiment import ExperimentArgs, get_experiment
 from ldp.wire.launcher import launch_local
 from tests.wire.proc_helpers import PYTHON, alive, children_of, reap, wait_exit
 from tests.wire.wire_helpers import population
@@ -106,12 +106,11 @@ async def test_an_error_inside_launch_local_stops_every_client() -> None:
 
 
 async def test_rr_demo_runs_in_process(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    import ldp.cli.catalog  # noqa: F401  (registers rr-demo)
     from ldp.local.oracle import InProcessLROracle
 
     exp = get_experiment("rr-demo")
     args = ExperimentArgs(users=40_000, epsilon=1.0, seed=2, out=str(tmp_path))
-    result = await exp.runner(InProcessLROracle(exp.population(args)), args)
+    result = await exp.run(InProcessLROracle(exp.population(args)), args)
     assert len(result.rows) == 4
     errors = [float(row[4]) for row in result.rows]
     stds = [float(row[5]) for row in result.rows]

@@ -17,8 +17,9 @@ import pytest
 
 from ldp.core.datafile import load_data
 from ldp.core.population import PopulationDescription
-from ldp.core.queries import field_query
-from ldp.core.randomizers import BinaryRandomizedResponse, RandomizerSpec
+from ldp.core.query_specs import field_query
+from ldp.core.randomizers import RandomizerSpec
+from ldp.core.rr_mechanisms import BinaryRandomizedResponse
 from ldp.local.messages import SessionKind
 from ldp.local.session import Request, Session
 from ldp.wire.aggregator import GrpcAggregator, GrpcLROracle, ShardClaim
@@ -34,15 +35,19 @@ def _write_csv(path: Path, n: int, seed: int = 3) -> np.ndarray:
     y = np.where(x[:, 0] ^ x[:, 1], 1, -1)
     lines = ["x_0,x_1,y"] + [f"{a},{b},{c}" for (a, b), c in zip(x, y)]
     path.write_text("\n".join(lines) + "\n")
+    # Its declared schema, next to it (a served file needs one: invariant I3, docs/design.md §2a).
+    path.with_suffix(".schema.json").write_text(
+        '{"fields": [{"name": "x_0"}, {"name": "x_1"}, {"name": "y", "low": -1, "high": 1, "step": 2}]}'
+    )
     return np.column_stack([x, y])
 
 
 async def test_clients_serve_their_own_csv_with_their_own_budget(tmp_path: Path) -> None:
     n = 6000
     truth = _write_csv(tmp_path / "users.csv", n)
-    data = load_data(tmp_path / "users.csv")
+    data = load_data(tmp_path / "users.csv", tmp_path / "users.schema.json")
     description = PopulationDescription(data.size, data.schema)
-    config = ClientConfig(data_path=str(tmp_path / "users.csv"), budget=0.5)
+    config = ClientConfig(data_path=str(tmp_path / "users.csv"), schema_path=str(tmp_path / "users.schema.json"), budget=0.5)
     async with GrpcAggregator(description) as aggregator:
         clients = spawn_clients(aggregator.address, [ShardClaim(0, 2), ShardClaim(1, 2)], config)
         try:
@@ -50,7 +55,7 @@ async def test_clients_serve_their_own_csv_with_their_own_budget(tmp_path: Path)
             assert {c.budget for c in aggregator._connections.values()} == {0.5}  # declared by the clients
             oracle = GrpcLROracle(aggregator)
             session = Session(oracle, SessionKind.INTERACTIVE)
-            spec = RandomizerSpec("binary_rr", field_query("x_1"), 0.5)  # inferred: one field per column
+            spec = RandomizerSpec("binary_rr", field_query("x_1"), 0.5)  # declared: one field per column
             (first,) = await session.round([Request.of(range(n), spec)])
             (second,) = await session.round([Request.of(range(n), spec)])
         finally:
@@ -95,9 +100,10 @@ async def test_a_client_whose_data_is_not_what_the_experiment_expects_is_refused
     the range it is offered (it computes its own), the aggregator names the shard, and nobody
     answers a round."""
     _write_csv(tmp_path / "users.csv", 6000)
-    data = load_data(tmp_path / "users.csv")
+    data = load_data(tmp_path / "users.csv", tmp_path / "users.schema.json")
+    config = ClientConfig(data_path=str(tmp_path / "users.csv"), schema_path=str(tmp_path / "users.schema.json"), budget=1.0)
     async with GrpcAggregator(PopulationDescription(5000, data.schema)) as aggregator:
-        (client,) = spawn_clients(aggregator.address, [ShardClaim(0, 1)], ClientConfig(data_path=str(tmp_path / "users.csv"), budget=1.0))
+        (client,) = spawn_clients(aggregator.address, [ShardClaim(0, 1)], config)
         try:
             for _ in range(200):
                 if client.process.poll() is not None:

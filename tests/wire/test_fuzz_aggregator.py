@@ -32,7 +32,6 @@ pytestmark = pytest.mark.timeout(300)
 SPEC = population(n=N, seed=9)
 FIELDS = ["request_id", "user_count", "refused", "dtype", "width", "values", "error", "final", "session", "round", "drop", "dup"]
 DTYPES = ["|u1", "<f8", "|i1", "<i2", "|b1", "|O", "", ">f8", "<U3", "u1"]
-MESSAGES: list[int] = []  # hostile messages sent, over all examples
 
 u64 = st.integers(0, (1 << 64) - 1)
 mutation = st.tuples(st.sampled_from(FIELDS), st.one_of(st.integers(0, 600), u64), st.binary(max_size=64))
@@ -128,7 +127,8 @@ async def _reference_ledger() -> np.ndarray:
 REFERENCE = asyncio.run(_reference_ledger())
 
 
-async def _example(plan: list[Any], then_honest: bool) -> None:
+async def _example(plan: list[Any], then_honest: bool) -> int:
+    """Runs one example; returns the number of hostile messages it sent."""
     sent = [0]
 
     def fuzz(peer: Peer, request_parts: list[pb.RoundRequest], reply: RoundReply) -> list[Outgoing]:
@@ -146,7 +146,6 @@ async def _example(plan: list[Any], then_honest: bool) -> None:
         # labelled with the next round of session 1 would rightly count as that round's reply).
         cluster.oracle._next_session = 1 << 20
         second = await Session(cluster.oracle, SessionKind.INTERACTIVE, deadline_s=5.0).round(_requests())
-        MESSAGES.append(sent[0])
         for in_first, r in [(True, x) for x in first] + [(False, x) for x in second]:
             answered = r.status == Status.ANSWERED
             assert len(r.values) == int(answered.sum())
@@ -170,13 +169,22 @@ async def _example(plan: list[Any], then_honest: bool) -> None:
         assert cluster.aggregator.buffered_bytes() == 0
         assert honest_peer.shard is not None
         np.testing.assert_array_equal(honest_peer.shard.ledger.spent_units(), REFERENCE)
+    return sent[0]
 
 
-@settings(max_examples=150, derandomize=True, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
-@given(plan_strategy)
-def test_random_and_mutated_messages_never_hurt_the_aggregator(plan: tuple[list[Any], bool]) -> None:
-    asyncio.run(_example(*plan))
+EXAMPLES = 150
 
 
-def test_zz_fuzz_count() -> None:
-    print(f"\nfuzz: {len(MESSAGES)} examples, {sum(MESSAGES)} hostile messages sent; crashes 0, hangs 0")
+@settings(max_examples=EXAMPLES, derandomize=True, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+@given(plan=plan_strategy)
+def _fuzz(sent: list[int], plan: tuple[list[Any], bool]) -> None:
+    sent.append(asyncio.run(_example(*plan)))
+
+
+def test_random_and_mutated_messages_never_hurt_the_aggregator() -> None:
+    sent: list[int] = []  # hostile messages of each example: filled by this test alone, in any order
+    _fuzz(sent)
+    # The fuzzer fuzzed: a strategy that drew nothing hostile would pass every check above vacuously.
+    # (derandomized: the same examples every run; most plans hold 1–6 hostile messages.)
+    assert len(sent) >= EXAMPLES // 2 and sum(1 for k in sent if k > 0) >= len(sent) // 2, sent
+    print(f"\nfuzz: {len(sent)} examples, {sum(sent)} hostile messages sent; crashes 0, hangs 0")

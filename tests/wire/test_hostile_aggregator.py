@@ -275,7 +275,7 @@ async def test_an_aggregator_that_keeps_every_byte_decodes_no_better_than_epsilo
     spec = population(n=n, budget=1.0, seed=987_654_321)
     records = spec.records(0, n)
     async with HostileAggregator() as agg:
-        client = _spawn(agg.address, ClientConfig(population=spec))
+        client = _spawn(agg.address, ClientConfig(population=spec, key_salt=b""))  # the seeded key as is, for the broken variant below
         try:
             peer = await agg.accept()
             await peer.handshake(0, n)
@@ -293,7 +293,7 @@ async def test_an_aggregator_that_keeps_every_byte_decodes_no_better_than_epsilo
     from ldp.core.rng import UserRandomness
 
     keep = UserRandomness(spec.report_key(), np.arange(n), np.zeros(n, dtype=np.uint64)).bits(0)
-    from ldp.core.randomizers import BinaryRandomizedResponse
+    from ldp.core.rr_mechanisms import BinaryRandomizedResponse
 
     R = BinaryRandomizedResponse(eps)
     flipped = ~_kept(R, keep)
@@ -352,7 +352,7 @@ async def test_a_durable_ledger_survives_kill_9_of_a_client(tmp_path: Path) -> N
 def test_a_client_with_a_bad_configuration_says_why_and_exits_2() -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "ldp.wire.client", "--connect", "127.0.0.1:9", "--config", "-"],
-        input=b'{"population": null, "budget": 1.0}', capture_output=True, timeout=60,
+        input=b'{"format": 1, "population": null, "budget": 1.0}', capture_output=True, timeout=60,
     )
     assert proc.returncode == 2
     assert b"was given none of them" in proc.stderr and b"Traceback" not in proc.stderr

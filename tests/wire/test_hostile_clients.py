@@ -13,6 +13,7 @@ honest shard's users are ANSWERED, and what the aggregator buffers stays under i
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import time
 from collections.abc import Awaitable, Callable
@@ -39,7 +40,7 @@ HALF = N // 2
 HOSTILE = "shard 1/2"
 Outgoing = pb.ClientMessage | bytes
 Mutation = Callable[["Peer", list[pb.RoundRequest], RoundReply], Awaitable[list[Outgoing]] | list[Outgoing]]
-TRIED: list[str] = []  # every hostile input sent by this module (counted in the report)
+TRIED: list[str] = []  # hostile inputs sent in this process; each test checks only what it appended itself
 
 
 def _raw(message: Outgoing) -> bytes:
@@ -120,10 +121,10 @@ class Peer:
                 request_parts = parts.pop(key)
                 reply = self.shard.answer(codec.decode_request(request_parts))
                 if mutate is not None and self.rounds == 0:
+                    TRIED.append(getattr(mutate, "__name__", "mutation"))  # before: a flood may be cut off mid-way
                     out = mutate(self, request_parts, reply)
                     if not isinstance(out, list):
                         out = await out
-                    TRIED.append(getattr(mutate, "__name__", "mutation"))
                 else:
                     out = list(codec.encode_reply(reply))
                 self.rounds += 1
@@ -456,9 +457,12 @@ async def _run_case(mutate: Mutation, deadline: float) -> tuple[Cluster, list[Re
         peak, stop = [0], asyncio.Event()
         watcher = asyncio.ensure_future(_watch_buffers(cluster.aggregator, peak, stop))
         rss0 = rss_bytes()
+        tried = len(TRIED)
         t0 = time.monotonic()
         first = await s.round(_requests())
-        took = time.monotonic() - t0
+        took = time.monotonic() - t0  # printed by the flood test, never asserted (a loaded machine is slow)
+        # The hostile reply was really sent: else every check below would pass without an attack.
+        assert TRIED[tried:] == [mutate.__name__], TRIED[tried:]
         rss_growth = rss_bytes() - rss0
         stop.set()
         await watcher
@@ -498,7 +502,7 @@ async def test_a_malformed_reply_spoils_only_the_hostile_shards_answer(mutate: M
     if not cut_off and status != Status.MISSING:
         # Only the bad request is spoiled: B of the same reply is answered (unless the bad part was B's).
         assert (_hostile_part(b) == Status.ANSWERED).all() or mutate in (forged_round_error, no_results), (b.counts(), b.errors)
-    assert took < deadline + 1.0
+    # (No clock here: the statuses and reasons above say whether the deadline or the bad reply ended the round.)
     assert peak <= 4 << 20, peak  # at most the round's cap (≈1.1 MB here) plus one 2 MiB part
     _check_second_round(second, cut_off)
     if cut_off:
@@ -537,10 +541,9 @@ async def test_hello_without_ready_loses_its_reservation() -> None:
         await squatter.send(squatter.hello())
         welcome = await squatter.recv()
         assert welcome is not None and welcome.WhichOneof("kind") == "welcome"
-        t0 = time.monotonic()
         close = await squatter.recv(5.0)
+        # recv's 5 s bound is the wait's deadline; the reason says which timeout closed it (no clock assert).
         assert close is not None and close.WhichOneof("kind") == "close" and "no Ready within 0.5 s" in close.close.reason
-        assert time.monotonic() - t0 < 2.0
         assert any("reservation expired" in e and "users 250..499 are free again" in e for e in cluster.aggregator.events)
         TRIED.append("squat")
         idle = cluster.peer(0)  # connects and says nothing at all
@@ -584,7 +587,18 @@ async def test_hostile_ledger_reports_are_refused_with_a_reason() -> None:
         assert len(units) == N
 
 
-def test_zz_count_of_hostile_inputs() -> None:
-    """Runs last in this module: prints how many hostile inputs were tried."""
-    mine = [t for t in TRIED if t != "fuzz"]
-    print(f"\nhostile inputs tried against the aggregator: {len(mine)} ({len(set(mine))} kinds); crashes 0, hangs 0")
+def test_every_hostile_reply_written_here_is_tried() -> None:
+    """Every module-level hostile reply (a function taking peer, request parts and reply) is in
+    CASES or B_CASES, once: a hostile input written and never sent would protect nothing. Each
+    case checks that its reply was really sent (``_run_case``); this replaces a report that ran
+    last and counted what earlier tests had appended (order-dependent, and it asserted nothing)."""
+    written = {
+        name
+        for name, fn in globals().items()
+        if inspect.isfunction(fn) and fn.__module__ == __name__ and list(inspect.signature(fn).parameters) == ["peer", "req", "reply"]
+    }
+    tried = [c[0].__name__ for c in CASES] + [c[0].__name__ for c in B_CASES]
+    assert len(tried) == len(set(tried)), tried
+    assert written == set(tried), (written - set(tried), set(tried) - written)
+    handshake = ["squat", "silent", "garbage hello", "bad description", "short ledger"]  # the tests after the cases
+    print(f"\nhostile inputs against the aggregator: {len(tried)} malformed or flooding replies, {len(handshake)} handshake and ledger attacks")

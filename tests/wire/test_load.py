@@ -125,7 +125,7 @@ async def test_an_error_inside_the_factory_stops_every_client() -> None:
 
 
 async def test_separation_is_identical_in_process_and_over_grpc(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from simulations.separation import Config, run
+    from ldp.simulations.separation import Config, run
 
     config = Config(
         trials=2, cap=4096, resolution=2.0, masked_d=(2, 4), learners=("LI", "LNI"), curve_d=2, curve_users=(256, 1024), curve_trials=2, point_bits=(), out=None

@@ -84,11 +84,10 @@ async def test_ray_factory_serves_many_populations_with_one_set_of_tasks() -> No
 
 
 async def test_a_client_turned_away_fails_the_launch_with_its_exit_code_and_reason() -> None:
-    start = time.monotonic()
+    # (No clock assert: "exited ... before it was ready" says the exit, not the ready timeout, ended it.)
     with pytest.raises(LDPError, match=r"client 1/2 .*exited with code 2 \(turned away\) before it was ready: .*protocol version"):
         async with launch_ray(population(n=100), processes=2, extra_args={"1/2": ["--protocol-version", "99"]}):
             pass
-    assert time.monotonic() - start < 30
 
 
 async def test_a_client_killed_while_the_experiment_runs_is_named_and_its_users_are_missing() -> None:
@@ -104,12 +103,11 @@ async def test_a_client_killed_while_the_experiment_runs_is_named_and_its_users_
 
 
 async def test_tasks_ray_cannot_place_fail_the_launch_at_the_deadline() -> None:
-    start = time.monotonic()
     with pytest.raises(LDPError, match=r"not ready after 2 s .*each task asks Ray for 64 CPU\(s\)"):
         async with launch_ray(population(n=100), processes=2, num_cpus=64, ready_timeout_s=2.0, stop_timeout_s=0.5):
             pass
-    assert time.monotonic() - start < 15  # the pending tasks were cancelled, nothing hung
-    # and the cluster's 2 CPUs are free again: a normal launch still works
+    # The pending tasks were cancelled (no clock assert: the module's timeout catches a hang), and
+    # the cluster's 2 CPUs are free again: a normal launch still works
     async with launch_ray(population(n=100), processes=2) as oracle:
         assert oracle.user_count == 100
 
@@ -154,9 +152,9 @@ async def test_tls_token_and_mtls_through_ray(tmp_path: Path) -> None:
 
 def test_without_ray_the_error_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` then raises ImportError, as where it is absent
-    with pytest.raises(ParameterError, match=r"^the Ray launcher needs Ray, which is not installed here: pip install 'ldp\[ray\]'$"):
+    with pytest.raises(ParameterError, match=r"^the Ray launcher needs Ray, which is not installed here: pip install 'ldp-sim\[ray\]'$"):
         import_ray()
-    with pytest.raises(ParameterError, match=r"pip install 'ldp\[ray\]'"):  # refused before anything starts
+    with pytest.raises(ParameterError, match=r"pip install 'ldp-sim\[ray\]'"):  # refused before anything starts
         asyncio.run(launch_ray(population(n=10)).__aenter__())
 
 
@@ -196,7 +194,7 @@ def test_ldp_sim_run_refuses_ray_options_where_they_do_not_apply(extra: list[str
 def test_ldp_sim_run_without_ray_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` then raises ImportError
     code, _, err = _cli(["run", "rr-demo", "--users", "100", "--launcher", "ray"], capsys)
-    assert code == 2 and err.strip() == "ldp-sim: error: the Ray launcher needs Ray, which is not installed here: pip install 'ldp[ray]'"
+    assert code == 2 and err.strip() == "ldp-sim: error: the Ray launcher needs Ray, which is not installed here: pip install 'ldp-sim[ray]'"
 
 
 def _all_pids() -> list[int]:
@@ -253,8 +251,8 @@ def test_ctrl_c_stops_a_run_on_an_existing_ray_cluster_and_leaves_no_client(ray_
 
 async def test_ldp_sim_clients_with_ray_serves_an_aggregator_run_elsewhere(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The users' side places its clients with Ray (`ldp-sim clients --ray`) for an aggregator it
-    does not run (here one in this process, as `ldp-sim serve` would be): the reports equal the
-    in-process run's, and the clients exit 0 on Close."""
+    does not run (here one in this process, as `ldp-sim serve` would be): every user answers as
+    in the in-process run, under its own life's key, and the clients exit 0 on Close."""
     import json
 
     from ldp.cli.main import main
@@ -274,7 +272,10 @@ async def test_ldp_sim_clients_with_ray_serves_an_aggregator_run_elsewhere(tmp_p
         await aggregator.close("the experiment is over")
     assert await asyncio.wait_for(clients, 30) == 0
     (want,) = await Session(InProcessLROracle(spec), SessionKind.NON_INTERACTIVE).round([Request.of(range(600), rr(0.5))])
-    assert reports.values.tobytes() == want.values.tobytes() and (reports.status == want.status).all()
+    # Everyone answered, as in process; but with other coins: clients a user starts by hand draw
+    # under a fresh salt in every process life (invariant I1), never the seeded key's coins
+    # (identical reports of 600 users by chance: probability < 0.6^600).
+    assert (reports.status == want.status).all() and reports.values.tobytes() != want.values.tobytes()
     # A durable ledger cannot follow clients Ray may place on any node: refused in one line.
     code, _, err = _cli(["clients", "--connect", aggregator.address, "--population", str(path), "--ray", "--ledger", str(tmp_path / "l.sqlite")], capsys)
     assert code == 2 and "a durable ledger (--ledger) cannot follow clients that Ray places on any node" in err

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,6 +16,9 @@ from ldp.core.randomizers import RandomizerSpec
 from ldp.local.messages import SessionKind
 from ldp.local.oracle import LROracle, Reports
 from ldp.local.session import Request, Session
+from ldp.wire.aggregator import ShardClaim
+from ldp.wire.client_config import ClientConfig
+from ldp.wire.launcher import ClientProcess, spawn_clients
 
 D = 6
 BIT0 = QuerySpec("field", {"field": "x", "index": 0})
@@ -80,3 +85,21 @@ def assert_identical(a: Outcome, b: Outcome) -> None:
         assert x.errors == y.errors
     assert a.ledger.dtype == b.ledger.dtype
     np.testing.assert_array_equal(a.ledger, b.ledger)
+
+
+def spawn_one_client(address: str, *args: str, n: int = 1000, connect_timeout_s: float = 30) -> ClientProcess:
+    """One real client process hosting users 0..n−1 of a seeded population (shard 0/1), with
+    extra command-line ``args`` (e.g. ``--welcome-timeout 2``)."""
+    (client,) = spawn_clients(
+        address, [ShardClaim(0, 1)], ClientConfig(population=population(n=n, seed=5)), connect_timeout_s=connect_timeout_s, extra_args={"0/1": list(args)}
+    )
+    return client
+
+
+async def client_exit_code(client: ClientProcess, timeout_s: float) -> int:
+    """The client's exit code, waiting at most ``timeout_s`` (a hang guard, not a speed claim)."""
+    end = time.monotonic() + timeout_s
+    while client.process.poll() is None:
+        assert time.monotonic() < end, f"the client did not exit within {timeout_s} s: {client.log_tail()}"
+        await asyncio.sleep(0.05)
+    return int(client.process.returncode)

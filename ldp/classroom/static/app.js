@@ -1,12 +1,18 @@
 // The classroom dashboard: renders the teacher's state snapshot (GET /state, then Server-Sent
 // Events from /events). Everything shown is what the aggregator already knows: randomized
 // reports, refusals, declared budgets and spent budget. No library, no CDN: it works offline.
+// Student text (names, error texts) is untrusted: it only ever becomes a text node, an attribute
+// value or textContent -- never markup (no innerHTML, insertAdjacentHTML or document.write
+// anywhere here). The page's Content-Security-Policy allows this file and style.css only, so
+// styles are set through the CSSOM (element.style), not a style attribute.
 "use strict";
 
 function el(tag, attrs, ...children) {
   const node = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs || {})) {
-    if (k === "class") node.className = v; else node.setAttribute(k, v);
+    if (k === "class") node.className = v;
+    else if (k === "cssWidth") node.style.width = v;  // the CSSOM: allowed by style-src 'self'
+    else node.setAttribute(k, String(v));
   }
   for (const c of children) node.append(c instanceof Node ? c : document.createTextNode(String(c)));
   return node;
@@ -55,7 +61,7 @@ function renderStudents(state) {
   const students = Object.values(state.students).sort((a, b) => a.seat - b.seat);
   for (const s of students) {
     const budget = s.budget || 0, frac = budget > 0 ? Math.min(1, s.spent / budget) : 0;
-    const bar = el("div", { class: "bar" + (frac >= 0.999 ? " full" : "") }, el("span", { style: `width:${(100 * frac).toFixed(1)}%` }));
+    const bar = el("div", { class: "bar" + (frac >= 0.999 ? " full" : "") }, el("span", { cssWidth: `${(100 * frac).toFixed(1)}%` }));
     body.append(el("tr", { class: s.connected ? "" : "away", id: `student-${s.seat}` },
       el("td", {}, s.seat), el("td", {}, s.name + (s.connected ? "" : " (left)")),
       el("td", {}, bar, el("span", { class: "estimate" }, `${(s.spent || 0).toFixed(2)} / ${budget ? budget.toFixed(2) : "?"}`)),
@@ -125,9 +131,9 @@ function accept(state) {
   }
 }
 
-// The snapshot the page was served with: rendered at once, before any round trip.
+// The snapshot the page was served with (an inert JSON data block): rendered at once, before any round trip.
 const initial = document.getElementById("initial-state");
-if (initial) accept(JSON.parse(initial.textContent));
+try { if (initial) accept(JSON.parse(initial.textContent)); } catch (e) { /* not served by the dashboard: /state follows */ }
 fetch("/state").then((r) => r.json()).then(accept).catch(() => {});
 if (window.EventSource) {
   source = new EventSource("/events");

@@ -24,8 +24,9 @@ import numpy as np
 
 from ldp.core.concepts import ConjunctionConcept
 from ldp.core.errors import ParameterError, require_probability
-from ldp.core.queries import QuerySpec, conjunction
-from ldp.sq.oracle import SQOracle
+from ldp.core.queries import QuerySpec
+from ldp.core.query_specs import conjunction
+from ldp.sq.sq_oracle import SQOracle
 
 __all__ = ["ConjunctionLearnerResult", "conjunction_queries", "conjunction_tolerance", "learn_conjunction"]
 

@@ -38,7 +38,7 @@ from ldp.local.messages import SessionKind, Users
 from ldp.local.oracle import LROracle, Reports
 from ldp.local.session import Request, Session
 from ldp.sq.bounds import LOCAL_RANDOMIZERS, users_per_query
-from ldp.sq.oracle import InsufficientUsersError, RefusedUsersError, SQOracle
+from ldp.sq.sq_oracle import InsufficientUsersError, RefusedUsersError, SQOracle
 
 __all__ = ["LocalSQOracle", "users_per_query", "split_epsilon"]
 

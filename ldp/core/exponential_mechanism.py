@@ -21,7 +21,7 @@ import math
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ldp.central._validate import check_epsilon, check_half_open_unit
+from ldp.core.errors import require_epsilon, require_positive_finite, require_probability
 
 __all__ = [
     "TAIL",
@@ -52,9 +52,9 @@ def exponential_log_weights(
     tail_score: float = 0.0,
 ) -> np.ndarray:
     """Unnormalised log-weights ``s·ε·q/Δ``; if ``tail_size > 0`` the tail bucket is appended last."""
-    eps = check_epsilon(epsilon)
-    sens = check_epsilon(sensitivity, "sensitivity")
-    scale = check_epsilon(exponent_scale, "exponent_scale")
+    eps = require_epsilon(epsilon)
+    sens = require_positive_finite("sensitivity", sensitivity)
+    scale = require_positive_finite("exponent_scale", exponent_scale)
     q = np.asarray(scores, dtype=np.float64).ravel()
     if q.size and not np.all(np.isfinite(q)):
         raise ValueError("scores must be finite")
@@ -132,6 +132,6 @@ def exponential_utility_bound(
     n_candidates: int | float, epsilon: float, beta: float, sensitivity: float = 1.0
 ) -> float:
     """λ = (2Δ/ε)·ln(|F|/β): ``Pr[q(out) ≤ max q − λ] ≤ β`` (KMMS Prop 2.5). ``n_candidates`` may be a big int."""
-    eps = check_epsilon(epsilon)
-    check_half_open_unit(beta, "beta")
+    eps = require_epsilon(epsilon)
+    require_probability("beta", beta, high=0.5)
     return 2.0 * sensitivity / eps * (math.log(n_candidates) + math.log(1.0 / beta))

@@ -26,10 +26,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ldp.central._validate import check_half_open_unit
 from ldp.central.hrs import AnswerFn, HRSRelease, ThresholdOracle, priv_learn
-from ldp.core.queries import QuerySpec, conjunction
-from ldp.sq.oracle import SQOracle
+from ldp.core.errors import require_probability
+from ldp.core.queries import QuerySpec
+from ldp.core.query_specs import conjunction
+from ldp.sq.sq_oracle import SQOracle
 
 __all__ = ["conjunction_spec", "PrefetchedAnswers", "ask_conjunctions", "LocalHRSRun", "priv_learn_local"]
 
@@ -141,7 +142,7 @@ async def priv_learn_local(
     Privacy: that of the oracle's single step (for ``LocalSQOracle``: each user sends one ε-local
     report). Use ``LocalSQOracle(lr, ε, adaptive=False)`` for a NON_INTERACTIVE session.
     """
-    a = check_half_open_unit(alpha, "alpha")
+    a = require_probability("alpha", alpha, high=0.5)
     tau = a / 21 if tolerance is None else float(tolerance)
     if not tau > 0:
         raise ValueError(f"tolerance must be > 0; got tolerance={tolerance!r}")

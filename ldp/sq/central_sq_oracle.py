@@ -22,7 +22,7 @@ from ldp.core.population import PopulationSpec, generate_records
 from ldp.core.queries import QuerySpec, make_query
 from ldp.core.rng import generator
 from ldp.sq.bounds import central_noise_scale, central_users_needed
-from ldp.sq.oracle import InsufficientUsersError, SQOracle
+from ldp.sq.sq_oracle import InsufficientUsersError, SQOracle
 
 __all__ = ["CentralSQOracle"]
 

@@ -17,7 +17,7 @@ import math
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ldp.central._validate import check_epsilon, check_half_open_unit
+from ldp.core.errors import require_epsilon, require_positive_finite, require_probability
 
 __all__ = [
     "laplace_scale",
@@ -31,8 +31,8 @@ __all__ = [
 
 def laplace_scale(sensitivity: float, epsilon: float) -> float:
     """Noise scale b = Δ/ε of the ε-DP Laplace mechanism (BNS Thm 2.24)."""
-    eps = check_epsilon(epsilon)
-    sens = check_epsilon(sensitivity, "sensitivity")
+    eps = require_epsilon(epsilon)
+    sens = require_positive_finite("sensitivity", sensitivity)
     return sens / eps
 
 
@@ -66,7 +66,7 @@ def laplace_log_density(y: ArrayLike, loc: ArrayLike, scale: float) -> np.ndarra
 
 def laplace_accuracy_bound(sensitivity: float, epsilon: float, k: int, beta: float) -> float:
     """(Δ/ε)·ln(k/β): all k noisy values are within this of the truth w.p. ≥ 1−β (BNS Thm 2.24)."""
-    check_half_open_unit(beta, "beta")
+    require_probability("beta", beta, high=0.5)
     if k < 1:
         raise ValueError(f"k must be an integer ≥ 1; got k={k!r}")
     return laplace_scale(sensitivity, epsilon) * math.log(k / beta)

@@ -1,11 +1,11 @@
-"""What every learner in ``ldp.learners`` returns, and the ⊥ hypothesis.
+"""What every learner returns, central or local, and the ⊥ hypothesis.
 
-``LearnerResult`` is the local-model analogue of ``ldp.central.results.LearnerResult`` (same
-``hypothesis``, ``epsilon``, ``delta``, ``algorithm``, ``details`` fields; ``users`` plays the
-role of the central ``n``, available as ``.n`` too) plus what only a local protocol has: the
-number of interaction ``rounds`` and of ``queries`` (requests / statistical queries) it made.
-A central learner reports ``rounds = 0`` (the curator reads the data once, no protocol) and
-``queries = 0``.
+One ``LearnerResult`` serves both models. A curator (``ldp.central``) fills ``hypothesis``,
+``users`` (the sample size n, also readable as ``.n``), ``epsilon``, ``delta``, ``algorithm``,
+``privacy`` (the neighbouring relation: "replace-one" or "label") and ``details``; it reads the
+data once, so ``rounds = 0`` and ``queries = 0``. A local protocol (``ldp.learners``) adds the
+number of interaction ``rounds`` and of ``queries`` (requests / statistical queries) it made, and
+its ``model``.
 
 ``NoHypothesis`` is the learner's ⊥ (KLNRS §3.2, Algorithm A). It predicts nothing; by
 convention its error is 1/2 — exactly what a fair coin would score, and the value ``true_error``
@@ -38,7 +38,7 @@ class NoHypothesis:
 
     def predict(self, features: np.ndarray) -> np.ndarray:
         raise ParameterError(
-            "⊥ (NoHypothesis) predicts nothing; score it with ldp.learners.true_error (error 1/2 by convention)"
+            "⊥ (NoHypothesis) predicts nothing; score it with ldp.core.learner_result.true_error (error 1/2 by convention)"
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -49,25 +49,42 @@ class NoHypothesis:
 class LearnerResult:
     """A hypothesis plus what the learner consumed.
 
-    users: how many users (examples) the run used; rounds: interaction rounds of the local
-    protocol (0 for a curator); queries: requests (local) or statistical queries (SQ) made;
-    epsilon / delta: the privacy guarantee of the run per user (δ = 0: pure DP);
-    model: "central", "local-interactive", "local-non-interactive" or "sq".
+    Parameters
+    ----------
+    hypothesis : Any
+        The output: a ``ldp.core.concepts`` concept, a central hypothesis, or ``NoHypothesis`` (⊥).
+    users : int
+        How many users (examples) the run used: the central n (``.n`` reads it too).
+    epsilon, delta : float
+        The privacy guarantee of the whole run, per user (δ = 0: pure DP).
+    algorithm : str
+        Which algorithm ran, with its source (e.g. "A_dist (BNS Lemma 3.2)").
+    rounds : int
+        Interaction rounds of the local protocol (0 for a curator).
+    queries : int
+        Requests (local) or statistical queries (SQ) made (0 for a curator).
+    details : Mapping[str, Any]
+        Diagnostics that are themselves private outputs or data-independent (e.g. which branch fired).
+    model : str
+        "central", "local-interactive", "local-non-interactive" or "sq" ("" when not stated).
+    privacy : str
+        The neighbouring relation the guarantee refers to: "replace-one" (default) or "label" (BNS §6).
     """
 
     hypothesis: Any
     users: int
-    rounds: int
-    queries: int
     epsilon: float
-    details: Mapping[str, Any] = field(default_factory=dict)
     delta: float = 0.0
     algorithm: str = ""
+    rounds: int = 0
+    queries: int = 0
+    details: Mapping[str, Any] = field(default_factory=dict)
     model: str = ""
+    privacy: str = "replace-one"
 
     @property
     def n(self) -> int:
-        """Alias of ``users`` (the name ``ldp.central`` uses)."""
+        """Alias of ``users`` (the sample size n of the central learners)."""
         return self.users
 
     @property
