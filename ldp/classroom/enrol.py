@@ -21,10 +21,9 @@ import hashlib
 import hmac
 import re
 
-from ldp.classroom.cli import FINGERPRINT_HEX
-
 __all__ = ["FINGERPRINT_HEX", "SEAT_SECRET_HEADER", "ca_fingerprint", "seat_commit", "seat_proof", "is_seat_secret"]
 
+FINGERPRINT_HEX = 32  # hex digits of the CA fingerprint in the join command (128 bits)
 SEAT_SECRET_HEADER = "ldp-seat-secret"  # gRPC call metadata (lower case, as gRPC requires)
 _SECRET = re.compile(r"[0-9a-f]{64}")
 

@@ -1,7 +1,7 @@
 """``ldp-sim certs DIR [--server-host H ...] [--clients N | --client NAME ...] [--token] [--days D]``.
 
 What: the subcommand's arguments and its handler, built like every ``ldp-sim`` subcommand
-(``ldp.cli.main.COMMANDS``); the PKI itself (check, then write) is ``ldp.wire.tls.plan_pki`` and
+(``CERTS``, listed in ``ldp.cli.main.COMMANDS``); the PKI itself (check, then write) is ``ldp.wire.tls.plan_pki`` and
 ``make_pki``, which know nothing of the command line.
 Guarantee: everything is checked before any file is written; user mistakes raise
 ``ParameterError`` (one line, exit 2, from ``ldp-sim``).
@@ -14,7 +14,9 @@ import argparse
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-__all__ = ["add_certs_arguments", "run_certs", "main_certs"]
+from ldp.cli.command import Command, say, stdout_console
+
+__all__ = ["CERTS", "add_certs_arguments", "run_certs", "main_certs"]
 
 
 def add_certs_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -49,3 +51,16 @@ def main_certs(argv: Sequence[str] | None = None, *, say: Callable[[str], None] 
         argparse.ArgumentParser(prog="ldp-sim certs", description="Make a CA, the aggregator's certificate, client certificates and an enrolment token.")
     )
     return run_certs(parser.parse_args(None if argv is None else list(argv)), say)
+
+
+def certs_command(ns: argparse.Namespace) -> int:
+    return run_certs(ns, say=say(stdout_console()))
+
+
+CERTS = Command(
+    "certs", "make a CA, a server certificate and client certificates (or a token) for TLS",
+    "Write into DIR a CA, a server certificate for the aggregator's addresses, and client certificates or a shared enrolment "
+    "token, for `serve --tls DIR` and `clients --tls DIR`.",
+    ("ldp-sim certs pki --server-host 10.0.0.5 --clients 2", "ldp-sim certs pki --server-host 10.0.0.5 --token"),
+    add_certs_arguments, certs_command,
+)

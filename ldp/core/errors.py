@@ -146,7 +146,7 @@ def require_integer(name: str, value: object, low: int, high: int | None = None,
 
 
 # A round deadline (or a wait) longer than about 11.5 days is a typo, not a plan: the command
-# line refuses it too (ldp.cli.main.MAX_SECONDS).
+# line refuses it too (ldp.cli.argtypes.MAX_SECONDS).
 MAX_DEADLINE_S = 1e6
 
 

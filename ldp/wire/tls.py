@@ -23,7 +23,7 @@ Files, in one directory (``ldp-sim certs DIR`` writes them all; each machine get
 
 Keys and the token are written 0600 and refused when group or others can read them.
 
-The API, for ``ldp.wire.aggregator`` / ``ldp.wire.client`` / ``ldp.cli.main``:
+The API, for ``ldp.wire.aggregator`` / ``ldp.wire.client`` / ``ldp.cli`` (``serve``, ``clients``):
 
 - ``make_ca``, ``issue``, ``new_token``, ``read_token``: files;
 - ``server_credentials``, ``channel_credentials``: gRPC credentials from a directory;

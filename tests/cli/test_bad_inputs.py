@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from ldp.cli import main as cli
+from ldp.cli import run as run_cli
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -286,11 +287,11 @@ def test_a_memory_error_is_one_line(monkeypatch: pytest.MonkeyPatch, capsys: pyt
     def exhausted(ns: object, console: object) -> int:
         raise MemoryError
 
-    monkeypatch.setattr(cli, "_run_standalone", exhausted)
+    monkeypatch.setattr(run_cli, "run_standalone", exhausted)
     code = _main(["run", "pure-vs-approximate", "--out", files["tmp"] + "/pva"])
     _one_clear_line(code, capsys.readouterr().err, "not enough memory for the experiment's users in one process")
 
-    monkeypatch.setattr(cli, "_population", exhausted)
+    monkeypatch.setattr(run_cli, "_population", exhausted)
     code = _main(["population", "rr-demo", "--users", "5000", "--out", files["tmp"] + "/p.json"])
     err = capsys.readouterr().err
     _one_clear_line(code, err, "not enough memory for 5000 users in one process")

@@ -27,7 +27,7 @@ off), so nothing a replay carries is processed before the handshake completes, a
 complete: the server's fresh random and key share give new handshake keys, under which the
 recorded client Certificate/CertificateVerify/Finished do not decrypt.
 
-Broken variant: ``serve`` building its aggregator without TLS (``_serve_tls`` returning None, the
+Broken variant: ``serve`` building its aggregator without TLS (``ldp.cli.serve.serve_tls`` returning None, the
 bug of issue 23) admits the plaintext client, and ``_assert_plaintext_client_refused`` is the
 assertion that fails (``test_the_broken_variant_serve_without_tls_is_caught``).
 """
@@ -61,7 +61,7 @@ USERS = 40
 DEADLINE_S = 60.0  # any single wait; a healthy run takes a few seconds
 REFUSE_TIMEOUT = ["--connect-timeout", "2"]  # impostors give up after 2 s of refused handshakes
 # The broken variant: the real command, with serve's TLS dropped as in issue 23.
-BROKEN_SERVE = [PYTHON, "-c", "import sys, ldp.cli.main as m; m._serve_tls = lambda ns: None; sys.exit(m.main(sys.argv[1:]))"]
+BROKEN_SERVE = [PYTHON, "-c", "import sys, ldp.cli.main as m, ldp.cli.serve as s; s.serve_tls = lambda ns: None; sys.exit(m.main(sys.argv[1:]))"]
 
 
 @dataclass(frozen=True)

@@ -1,33 +1,26 @@
-"""The arguments of ``ldp-sim classroom`` and ``ldp-sim join`` (light: no network imports, so
-building the CLI's parser stays fast; the commands live in ``teacher`` and ``student``)."""
+"""``ldp-sim classroom`` (the teacher) and ``ldp-sim join HOST:PORT`` (a student): their arguments
+and handlers. The classroom itself is ``ldp.classroom`` (``teacher.run_classroom``,
+``student.run_join``), imported when the command runs: building the parser stays light (no
+network imports). docs/classroom.md.
+"""
 
 from __future__ import annotations
 
 import argparse
 
-__all__ = ["add_classroom_arguments", "add_join_arguments"]
+from ldp.classroom.enrol import FINGERPRINT_HEX
+from ldp.cli.argtypes import port_number
+from ldp.cli.command import Command
 
-FINGERPRINT_HEX = 32
-
-
-def _port(text: str) -> int:
-    """A TCP port for ``--port`` / ``--http-port``: an integer in 0..65535 (0: any free port).
-    Refused here, in one line, rather than by gRPC's bind, which only logs a warning for 99999
-    and lets the class carry on without an aggregator (issue 23, invariant I6)."""
-    try:
-        port = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"a port must be an integer in 0..65535 (0: any free port), got {text!r}") from None
-    if not 0 <= port <= 65535:
-        raise argparse.ArgumentTypeError(f"a port must be an integer in 0..65535 (0: any free port), got {port}")
-    return port
+__all__ = ["CLASSROOM", "JOIN", "add_classroom_arguments", "add_join_arguments"]
 
 
 def add_classroom_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """The arguments of ``ldp-sim classroom`` (the teacher's machine)."""
     p.add_argument("--host", action="append", metavar="H", help="an address students dial (repeatable; default: this machine's address, 127.0.0.1 and localhost); the first is printed in the join command")
     p.add_argument("--bind", default="0.0.0.0", help="interface to listen on (default 0.0.0.0; 127.0.0.1 for a class on this machine only)")
-    p.add_argument("--port", type=_port, default=50051, help="the aggregator's gRPC port, 0..65535 (default 50051; 0: any free port)")
-    p.add_argument("--http-port", type=_port, default=8000, help="the dashboard's port, 0..65535 (default 8000; 0: any free port)")
+    p.add_argument("--port", type=port_number, default=50051, help="the aggregator's gRPC port, 0..65535 (default 50051; 0: any free port)")
+    p.add_argument("--http-port", type=port_number, default=8000, help="the dashboard's port, 0..65535 (default 8000; 0: any free port)")
     p.add_argument("--seats", type=int, default=40, help="the most students (default 40)")
     p.add_argument("--machine-users", type=int, default=400, help="MASKED-PARITY records each student's machine generates (default 400)")
     p.add_argument("--d", type=int, default=4, help="MASKED-PARITY dimension (default 4)")
@@ -44,6 +37,7 @@ def add_classroom_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentPars
 
 
 def add_join_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """The arguments of ``ldp-sim join`` (a student's machine)."""
     p.add_argument("host", metavar="HOST:PORT", help="the classroom's dashboard address, as printed by the teacher")
     p.add_argument("--token", help="the class's enrolment token (from the join command)")
     p.add_argument("--token-file", metavar="F", help="read the token from F instead")
@@ -54,3 +48,31 @@ def add_join_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--transcript", metavar="FILE", help="also write every round as a JSON line to FILE")
     p.add_argument("--connect-timeout", type=float, default=60.0, help="seconds to keep trying to reach the teacher (default 60)")
     return p
+
+
+def classroom_command(ns: argparse.Namespace) -> int:
+    from ldp.classroom.teacher import run_classroom
+
+    return run_classroom(ns)
+
+
+def join_command(ns: argparse.Namespace) -> int:
+    from ldp.classroom.student import run_join
+
+    return run_join(ns)
+
+
+CLASSROOM = Command(
+    "classroom", "teach a class: aggregator, live dashboard and scripted lessons (docs/classroom.md)",
+    "Teach a class: start the aggregator and the live dashboard, print the join command (and its QR code) for the students, "
+    "and run the scripted lessons on their machines' reports (docs/classroom.md).",
+    ("ldp-sim classroom --host 10.0.0.5",),
+    add_classroom_arguments, classroom_command,
+)
+JOIN = Command(
+    "join", "join a classroom from a student's machine (docs/classroom.md)",
+    "Join a classroom from a student's machine: this machine's users answer the teacher's lessons within your own budget "
+    "(the join command printed by the teacher has the address, the token and the CA's fingerprint).",
+    ("ldp-sim join 10.0.0.5:8000 --token TOKEN --ca FINGERPRINT",),
+    add_join_arguments, join_command,
+)
