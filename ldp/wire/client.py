@@ -617,7 +617,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--answer-delay", type=float, default=0.0, help=argparse.SUPPRESS)  # fault injection (tests)
     parser.add_argument("--protocol-version", type=int, default=codec.PROTOCOL_VERSION, help=argparse.SUPPRESS)  # tests
-    parser.add_argument("--exit-with-parent", action="store_true", help="exit when the launching process dies")
+    parser.add_argument(
+        "--exit-with-parent", nargs="?", type=int, const=0, default=None, metavar="PID",
+        help="exit when the launching process is gone: PID (what the launchers pass: no race with a parent that dies first), or this process's parent at start",
+    )
     parser.add_argument("--tls", metavar="DIR", help="connect over TLS with the certificates in DIR (ldp-sim certs); see docs/security.md")
     parser.add_argument("--client-name", metavar="NAME", help="with --tls: this client's certificate DIR/client-NAME.pem (mTLS)")
     parser.add_argument("--token-file", metavar="F", help="with --tls: the enrolment token (token mode)")
@@ -645,7 +648,7 @@ def main(argv: list[str] | None = None) -> int:
                 limits=limits,
                 answer_delay_s=args.answer_delay,
                 protocol_version=args.protocol_version,
-                exit_with_parent=os.getppid() if args.exit_with_parent else None,
+                exit_with_parent=None if args.exit_with_parent is None else (args.exit_with_parent or os.getppid()),
                 tls=tls,
             )
         )

@@ -159,6 +159,7 @@ def spawn_clients(
             "--connect-timeout",
             str(connect_timeout_s),
             "--exit-with-parent",
+            str(os.getpid()),  # named, not read by the child at start: a launcher that dies first still counts
             *(extra_args or {}).get(claim.key, []),
         ]
         env = dict(os.environ, PYTHONUNBUFFERED="1")

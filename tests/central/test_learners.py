@@ -243,4 +243,4 @@ def test_pure_vs_approximate_quick(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     prefix = {"POINT_d": "point", "THRESH_d": "thresh"}
     assert set(evaluations) == {(f"{prefix[r['task']]}/{r['learner']}", r["bits"]) for r in rows}
     assert max(evaluations.values()) <= 2 * math.log2(cfg.max_m), evaluations
-    assert result.seconds > 0 and data["seconds"] == result.seconds  # measured and reported, not judged
+    assert data["seconds"] == result.seconds  # reported as measured, never judged here

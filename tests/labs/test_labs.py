@@ -299,10 +299,14 @@ def test_ldp_sim_lab_honours_ldp_quick_from_the_environment(tmp_path):
     assert "round 1: answered   2000, refused      0" in proc.stdout, proc.stdout
 
 
-def test_ldp_sim_lab_hides_the_solutions_when_ldp_solutions_is_0(tmp_path):
-    """`LDP_SOLUTIONS=0 ldp-sim lab 6 --quick`: the exercise is set, its solution is not printed
-    (with solutions on, the same run prints "true ε = ..." — see the narrative test)."""
-    proc = _ldp_sim_lab("6", "--quick", "--transport", "inprocess", "--out", str(tmp_path), env={"LDP_SOLUTIONS": "0"})
+@pytest.mark.parametrize("how", [("env", {"LDP_SOLUTIONS": "0"}), ("flag", {})], ids=["LDP_SOLUTIONS=0", "--no-solutions"])
+def test_ldp_sim_lab_hides_the_solutions_when_asked(tmp_path, how):
+    """`LDP_SOLUTIONS=0 ldp-sim lab 6 --quick` and `ldp-sim lab 6 --quick --no-solutions`: the
+    exercise is set, its solution is not printed (with solutions on, the same run prints
+    "true ε = ..." — see the narrative test)."""
+    kind, env = how
+    flag = ["--no-solutions"] if kind == "flag" else []
+    proc = _ldp_sim_lab("6", "--quick", "--transport", "inprocess", "--out", str(tmp_path), *flag, env=env)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
     assert "quick sizes, solutions hidden" in proc.stdout
     assert "[exercise] compute the buggy randomizer's true privacy loss" in proc.stdout and "your turn" in proc.stdout
