@@ -87,9 +87,14 @@ class Teacher:
         if self.proc.returncode is not None:  # say why, instead of a refused connection
             await asyncio.wait_for(asyncio.gather(*self.readers), WAIT_S)
             raise AssertionError(f"the teacher exited ({self.proc.returncode}):\n{''.join(self.out)}\n{''.join(self.err)}")
-        async with aiohttp.ClientSession() as http, http.get(self.url + "/state") as r:
-            data: dict[str, Any] = await r.json()
-            return data
+        try:
+            async with aiohttp.ClientSession() as http, http.get(self.url + "/state") as r:
+                data: dict[str, Any] = await r.json()
+                return data
+        except aiohttp.ClientConnectionError as e:  # the teacher went away between the check and the call
+            code = await asyncio.wait_for(self.proc.wait(), WAIT_S)
+            await asyncio.wait_for(asyncio.gather(*self.readers), WAIT_S)
+            raise AssertionError(f"the dashboard refused ({e}); the teacher exited ({code}):\n{''.join(self.out)}\n{''.join(self.err)}") from e
 
     async def wait_state(self, what: str, ok: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
         for _ in range(int(WAIT_S * 5)):
