@@ -4,15 +4,15 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint separation venv proto bench bench-peers clean
+.PHONY: demo test lint docs separation venv proto bench bench-peers clean
 
 $(STAMP): pyproject.toml
-	@echo "make: creating .venv and installing ldp with its test and dev tools (1–2 minutes the first time)"
+	@echo "make: creating .venv and installing ldp with its test, dev and docs tools (1–2 minutes the first time)"
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	@# the distribution was called ldp before 0.3 (a name PyPI gives to another project): drop it from an older .venv
 	$(PY) -m pip uninstall --quiet --yes ldp 2>/dev/null || true
-	$(PY) -m pip install --quiet -e '.[test,dev]'
+	$(PY) -m pip install --quiet -e '.[test,dev,docs]'
 	touch $(STAMP)
 	@echo "make: .venv is ready (activate it with: source .venv/bin/activate)"
 
@@ -34,6 +34,12 @@ lint: $(STAMP)
 	$(VENV)/bin/lint-imports
 	@# the same contract where the wheel puts simulations/ (ldp/simulations/): grimp reads only ldp/ in the checkout
 	$(PY) -m pytest -q -p no:cacheprovider tests/docs/test_layers.py
+
+# The documentation site (mkdocs.yml): docs/*.md and the API reference generated from the
+# docstrings, into site/. --strict: a broken link or a docstring that does not parse fails (CI runs it).
+docs: $(STAMP)
+	@# (NO_MKDOCS_2_WARNING: mkdocs-material's banner about its successor, printed on every build)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
 separation: $(STAMP)
 	$(VENV)/bin/ldp-sim run separation
@@ -58,4 +64,4 @@ bench-peers: $(STAMP) $(PEERS)/.installed
 	$(PY) benchmarks/peers.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build site *.egg-info

@@ -73,66 +73,25 @@ _EXPORTS: dict[str, str] = {
     "SessionKind": "ldp.local.messages",
     "Users": "ldp.local.messages",
     "Status": "ldp.local.messages",
+    "DataLROracle": "ldp.local.data_oracle",
     "launch_local": "ldp.wire.launcher",
+    "launch_data": "ldp.wire.data_clients",
+    # the short API: one column, one call (ldp.experiment.estimate)
+    "frequencies": "ldp.experiment.estimate",
+    "mean": "ldp.experiment.estimate",
+    "heavy_hitters": "ldp.experiment.estimate",
+    "Estimates": "ldp.experiment.estimate",
     "grpc_oracle_factory": "ldp.wire.launcher",
     # experiments (ldp-sim list / run): a user's own joins with one call
     "register_experiment": "ldp.experiment.registry",
+    # a coroutine run to completion, in a script or a notebook alike
+    "run": "ldp.local.blocking",
     # errors
     "LDPError": "ldp.core.errors",
     "ParameterError": "ldp.core.errors",
 }
 
-__all__ = sorted([*_EXPORTS, "run", "__version__"])
-
-T = TypeVar("T")
-
-
-def run(coroutine: Coroutine[Any, Any, T]) -> T:
-    """Run a coroutine (a ``Session.round``, a learner) to completion and return its result (or
-    raise its exception): what a script would do with ``asyncio.run``.
-
-    Why not ``asyncio.run``: the same code runs as a script and in a notebook. In a script no
-    event loop runs and ``asyncio.run`` is right. In a notebook the kernel already runs a loop in
-    the main thread, where ``asyncio.run`` raises "cannot be called from a running event loop";
-    top-level ``await`` would be a syntax error in the script form, and ``nest_asyncio`` would
-    patch asyncio for the whole process. So when a loop is running in this thread, the coroutine
-    runs on a fresh event loop in a worker thread and this call blocks until it is done.
-    Interrupting while it waits cancels the coroutine (its ``async with`` blocks close, e.g.
-    client processes stop) before re-raising.
-    """
-    if not asyncio.iscoroutine(coroutine):  # e.g. ldp.run(session.round) without its arguments
-        from ldp.core.errors import ParameterError
-
-        raise ParameterError(f"ldp.run takes a coroutine, e.g. ldp.run(session.round([...])), got {coroutine!r}")
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:  # no loop in this thread: a script, or a plain Python console
-        return asyncio.run(coroutine)
-    import concurrent.futures
-    import contextlib
-
-    started: concurrent.futures.Future[tuple[asyncio.AbstractEventLoop, asyncio.Task[Any]]] = concurrent.futures.Future()
-
-    async def main() -> T:
-        task = asyncio.current_task()
-        assert task is not None
-        started.set_result((asyncio.get_running_loop(), task))
-        return await coroutine
-
-    pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="ldp-run")
-    done: concurrent.futures.Future[T] | None = None
-    try:
-        done = pool.submit(asyncio.run, main())
-        return done.result()
-    except BaseException:  # KeyboardInterrupt (a kernel interrupt) while waiting
-        if done is not None and not done.done():
-            loop, task = started.result()
-            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: nothing to cancel
-                loop.call_soon_threadsafe(task.cancel)
-        raise
-    finally:
-        pool.shutdown(wait=True)  # the cancelled coroutine's cleanup has run when this returns
-
+__all__ = sorted([*_EXPORTS, "__version__"])
 
 def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
@@ -160,10 +119,14 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, eagerly
     from ldp.core.randomizers import LocalRandomizer, RandomizerSpec, randomizer_kinds
     from ldp.core.rng import generator
     from ldp.core.rr_mechanisms import BinaryRandomizedResponse, KaryRandomizedResponse
+    from ldp.experiment.estimate import Estimates, frequencies, heavy_hitters, mean
     from ldp.experiment.registry import register_experiment
+    from ldp.local.blocking import run
+    from ldp.local.data_oracle import DataLROracle
     from ldp.local.messages import SessionKind, Status, Users
     from ldp.local.oracle import InProcessLROracle, LROracle, Reports
     from ldp.local.session import Request, Session
+    from ldp.wire.data_clients import launch_data
     from ldp.wire.launcher import grpc_oracle_factory, launch_local
 
 try:  # one source: the version in pyproject.toml, as installed

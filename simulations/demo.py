@@ -6,21 +6,36 @@
    curator (A*, Occam) and by a local attempt, at d ≤ 12: the quick version cannot show the
    exponential LNI/LI gap (it starts at d ≈ 16; `make separation` runs d ≤ 24). Writes
    results/demo/separation/{table.md, separation.png, ...}; the full sweep writes results/separation.
+
+Every table it prints is saved under ``--out`` (default ``results/demo``), as markdown, CSV and
+JSON, and the paths are printed:
+
+- ``randomized_response/``: ``table.md``, ``estimates.csv``, ``result.json`` and
+  ``estimates.png`` (``randomized_response.write_rows``, what ``python -m
+  ldp.simulations.randomized_response --out DIR`` writes);
+- ``separation/``: what the separation writes (``table.md``, the CSVs, ``result.json``,
+  ``separation.png``) and the compact table printed here, ``demo_summary.md``, ``.csv`` and ``.json``.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from rich import box
 from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
 from ldp.local.oracle import InProcessLROracle
 from ldp.simulations import randomized_response, separation
+from ldp.simulations.reporting import markdown_table, write_csv, write_json
+
+OUT = Path("results/demo")  # the README's promise: the demo never overwrites a full run's results/<experiment>
 
 
 def summary_table(result: dict) -> Table:
@@ -28,7 +43,7 @@ def summary_table(result: dict) -> Table:
     c = result["config"]
     table = Table(
         title=f"Users needed: error ≤ {c['alpha']} in ≥ {1 - c['beta']:.0%} of {c['trials']} trials, ε = {c['epsilon']:g}",
-        caption=separation.SUMMARY_CAPTION + "\n" + separation.QUICK_CAPTION,
+        caption=Text(separation.SUMMARY_CAPTION + "\n" + separation.QUICK_CAPTION),  # Text: "[min–max]" is words, not rich markup
         box=box.SIMPLE_HEAD,
         pad_edge=False,
         collapse_padding=True,
@@ -40,13 +55,40 @@ def summary_table(result: dict) -> Table:
     return table
 
 
-def main(argv: list[str] | None = None) -> int:
+def write_summary(result: dict, out: Path) -> tuple[Path, ...]:
+    """The compact table ``summary_table`` prints, saved in ``out`` as ``demo_summary.md`` (as
+    printed: title, rows, caption), ``demo_summary.csv`` and ``demo_summary.json``; their paths.
+
+    In the printed table a class is named on its first row only; in the CSV and JSON every row
+    names its class, so that each row reads alone.
+    """
+    table = summary_table(result)
+    title, caption = str(table.title), str(table.caption)
+    columns = list(separation.SUMMARY_COLUMNS)
+    printed = separation.summary_rows(result)
+    records, family = [], ""
+    for row in printed:
+        family = row[0] or family
+        records.append(dict(zip(columns, (family, *row[1:]))))
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "demo_summary.md").write_text(f"# {title}\n\n" + markdown_table(columns, printed) + f"\n\n{caption}\n", encoding="utf-8")
+    write_csv(out / "demo_summary.csv", records, columns)
+    write_json(out / "demo_summary.json", {"title": title, "caption": caption, "columns": columns, "rows": records})
+    return tuple(out / f"demo_summary.{ext}" for ext in ("md", "csv", "json"))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m ldp.simulations.demo", description="make demo: randomized response and the separations, quick")
+    parser.add_argument("--out", type=Path, default=OUT, help=f"where every table and figure is saved (default {OUT})")
+    args = parser.parse_args(argv)
     console = Console()
-    out = Path("results/demo/separation")
+    out = args.out / "separation"
 
     spec = randomized_response.population(100_000 * len(randomized_response.EPSILONS), seed=0)
     rows = asyncio.run(randomized_response.run(InProcessLROracle(spec), randomized_response.EPSILONS, randomized_response.referee(spec)))
     console.print(randomized_response.table(rows))
+    saved = randomized_response.write_rows(rows, args.out / "randomized_response")
+    console.print("saved: " + "   ".join(str(path) for path in saved), soft_wrap=True)
 
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=console, transient=True) as bar:
         task = bar.add_task("separation (quick): starting", total=None)
@@ -54,7 +96,9 @@ def main(argv: list[str] | None = None) -> int:
             separation.run(separation.quick_config(seed=0, out=str(out)), log=lambda line: bar.update(task, description=f"separation: {line.strip()}"))
         )
     console.print(summary_table(result))
-    console.print(f"\nplot: [bold]{out / 'separation.png'}[/bold]   table: {out / 'table.md'}   ({result['seconds']} s)")
+    saved = write_summary(result, out)
+    console.print("saved: " + "   ".join(str(path) for path in saved), soft_wrap=True)
+    console.print(f"\nplot: [bold]{out / 'separation.png'}[/bold]   table: {out / 'table.md'}   ({result['seconds']} s)", soft_wrap=True)
     return 0
 
 

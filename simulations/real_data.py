@@ -8,7 +8,7 @@ only that schema and the number of users, never a record (``DataPopulation.publi
 Each row is one user. Over gRPC (the default) ``processes`` client processes each host their
 share of the file (``ldp.wire.launcher.spawn_clients`` with a ``ClientConfig`` holding the data
 path, the users' budget and the report key, on the users' side) and answer over loopback;
-``transport="inprocess"`` runs the same shards in this process (``DataLROracle``) — with the
+``transport="inprocess"`` runs the same shards in this process (``ldp.local.data_oracle.DataLROracle``) — with the
 same report key the reports are bit-identical (tests/cli/test_real_data.py).
 
 Per ε, one NON_INTERACTIVE session asks every user, each once per request:
@@ -27,11 +27,9 @@ use the records: they are the experimenter's yardstick, computed outside the pro
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import math
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -41,18 +39,18 @@ import numpy as np
 from ldp.core.datafile import DataPopulation, load_data
 from ldp.core.errors import ParameterError
 from ldp.core.mean_estimation import from_unit_interval, unit_interval_query
-from ldp.core.population import PopulationDescription
 from ldp.core.query_specs import field_query
 from ldp.core.randomizers import LocalRandomizer, RandomizerSpec
 from ldp.core.rng import derive_key_bytes
 from ldp.core.rr_mechanisms import KaryRandomizedResponse
 from ldp.experiment import ExperimentResult, Simulation
 from ldp.learners.heavy_hitters import grr_frequency_variance
-from ldp.local.messages import RoundReply, RoundRequest, SessionKind
-from ldp.local.oracle import LROracle, Reports, ShardRange
+from ldp.local.data_oracle import DataLROracle
+from ldp.local.messages import SessionKind
+from ldp.local.oracle import LROracle, Reports
 from ldp.local.session import Request, Session
-from ldp.local.shard import Shard
 from ldp.simulations.reporting import data_ticks, markdown_table, new_figure, save_figure, write_csv, write_json
+from ldp.wire.data_clients import data_oracle
 
 __all__ = [
     "Config",
@@ -126,61 +124,8 @@ def requests_per_epsilon() -> int:
 
 
 # --- the users: the file, hosted in process or by client processes ---
-
-
-class DataLROracle(LROracle):
-    """The shards of a data file in this process (what ``ldp-sim clients --data FILE`` hosts,
-    without the processes): same ``Shard`` code, same report key, hence the same reports."""
-
-    def __init__(self, data: DataPopulation, budget: float, key: bytes, shards: int = 1) -> None:
-        super().__init__()
-        n = data.size
-        bounds = [n * k // shards for k in range(shards + 1)]
-        self.data = data
-        self._shards = {f"shard-{k}": Shard(data, lo, hi - lo, budget=budget, key=key) for k, (lo, hi) in enumerate(zip(bounds, bounds[1:])) if hi > lo}
-
-    @property
-    def shards(self) -> list[ShardRange]:
-        return [ShardRange(key, s.first_user, s.count) for key, s in self._shards.items()]
-
-    @property
-    def description(self) -> PopulationDescription:
-        return PopulationDescription(self.data.size, self.data.schema)
-
-    async def _exchange(self, sent: dict[str, RoundRequest], deadline_s: float) -> dict[str, RoundReply | None]:
-        replies: dict[str, RoundReply | None] = {key: self._shards[key].answer(request) for key, request in sent.items()}
-        await asyncio.sleep(0)
-        return replies
-
-
-@contextlib.asynccontextmanager
-async def data_oracle(
-    data_path: str, schema_path: str | None, budget: float, key: bytes, transport: str = "grpc", processes: int = 2
-) -> AsyncIterator[LROracle]:
-    """An ``LROracle`` over the users of a data file: client processes on loopback (``"grpc"``),
-    each configured on the users' side with the file, the budget and the report key, or the same
-    shards in process (``"inprocess"``)."""
-    data = load_data(data_path, schema_path)
-    if transport == "inprocess":
-        yield DataLROracle(data, budget, key, shards=processes)
-        return
-    from ldp.wire.aggregator import GrpcAggregator, GrpcLROracle, ShardClaim
-    from ldp.wire.client_config import ClientConfig
-    from ldp.wire.launcher import spawn_clients, stop_clients
-
-    # The experiment launches these clients and never restarts them: it vouches for their
-    # (key, user, nonce) (an empty key salt, invariant I1), so they answer exactly as in process.
-    config = ClientConfig(
-        data_path=str(data_path), schema_path=None if schema_path is None else str(schema_path), budget=budget, report_key=key, key_salt=b""
-    )
-    async with GrpcAggregator(PopulationDescription(data.size, data.schema)) as aggregator:
-        clients = spawn_clients(aggregator.address, [ShardClaim(k, processes) for k in range(processes)], config)
-        try:
-            await aggregator.wait_for_shards(120)
-            yield GrpcLROracle(aggregator)
-        finally:
-            await aggregator.close("done")
-            stop_clients(clients)
+# ``DataLROracle`` (the shards in process) and ``data_oracle`` (client processes on loopback, or
+# those shards) are the library's (ldp.local.data_oracle, ldp.wire.data_clients): imported above.
 
 
 # --- the experiment ---

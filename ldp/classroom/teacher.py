@@ -10,9 +10,15 @@ then, once the class has joined, runs the scripted lessons (docs/classroom.md):
 2. a histogram: GRR (``kary_rr``) against OUE — or, while ``oue`` is not a registered randomizer
    kind, against one binary RR question per category at ε/k each;
 3. the ledger says no: the teacher asks for ε = 2 more, which every student's own ledger refuses;
-4. interaction helps (lab 4 run by the class): the two-round interactive MASKED-PARITY learner
-   (its second question depends on the first round's answers) and the one-round learner, each on
-   half of the class's machine users, graded against the class's target.
+4. interaction helps (lab 4 run by the class): the sharpest pair — the two-round correlation
+   learner (its second question depends on the first round's answers) and the fair one-round
+   learner — each on as many machine users as the interactive one needs for 95 % (at most half
+   the class each), graded against the class's target.
+
+Each lesson returns its result as an ``ExperimentResult`` (``ldp.experiment``: the type every
+experiment and lab returns): a table and its result line; the dashboard shows the line as
+before. At the end the class's record (one row per lesson) is printed, and the record, with
+each lesson's table, is in the dashboard's state as JSON (``record``).
 
 Each reply is shown as it arrives (a reply observer on the ``GrpcAggregator``, told the moment a
 shard's reply has passed validation), with the debiased estimate and its 95 % interval recomputed from the reports
@@ -61,6 +67,7 @@ from ldp.classroom.lessons import (
 from ldp.core.budget import UNIT_BITS
 from ldp.core.errors import LDPError, ParameterError
 from ldp.core.queries import QuerySpec
+from ldp.experiment.protocol import ExperimentResult
 from ldp.local.messages import RoundReply, RoundRequest, SessionKind
 from ldp.local.oracle import Reports
 from ldp.local.session import Request, Session
@@ -183,6 +190,7 @@ class Teacher:
         self._values: dict[int, list[np.ndarray]] = {}  # request id -> report arrays received so far
         self._labels: list[str] | None = None  # labels for the next round's requests (lessons set them)
         self.grpc_port = 0
+        self.results: list[ExperimentResult] = []  # each lesson's result, in order (the class's record)
         self.reply_times: list[tuple[int, int, float]] = []  # (request id, seat, arrival time.time())
 
     # --- seats (dashboard POST /seat; the aggregator's admission; the teacher's console) ---
@@ -460,7 +468,7 @@ class Teacher:
         """The user ids of the connected students' own answers."""
         return [self.plan.student_user(s) for s in self.connected_seats()]
 
-    async def lesson_sensitive(self, epsilon: float = 1.0) -> None:
+    async def lesson_sensitive(self, epsilon: float = 1.0) -> ExperimentResult:
         step = self.begin_step(
             "Lesson 1 — randomized response",
             f"Everyone answers the sensitive question on their own machine. Each machine tells the truth with "
@@ -473,8 +481,10 @@ class Teacher:
         est = estimate_reports(sensitive_spec(epsilon), self.schema, rep.values, label="yes")
         step["result"] = {"text": f"estimated fraction of 'yes': {_fmt_est(est, 0)} from {len(rep.values)} reports"}
         self.state.changed()
+        rows = [] if est is None else [("yes", est.values[0], est.low[0], est.high[0], est.n)]
+        return self._lesson_result(step, ("answer", "estimated fraction", "95 % low", "95 % high", "reports"), rows)
 
-    async def lesson_histogram(self, epsilon: float = 1.0) -> None:
+    async def lesson_histogram(self, epsilon: float = 1.0) -> ExperimentResult:
         other = histogram_kind()
         versus = "OUE" if other == "oue" else f"binary RR per category ({len(TRAVEL)} questions at ε/{len(TRAVEL)} each)"
         step = self.begin_step(
@@ -504,8 +514,9 @@ class Teacher:
             "other": other,
         }
         self.state.changed()
+        return self._lesson_result(step, ("randomizer", "mean 95 % interval width"), [("GRR", _mean(grr_widths)), (versus, _mean(widths))])
 
-    async def lesson_over_asking(self, epsilon: float = 2.0) -> None:
+    async def lesson_over_asking(self, epsilon: float = 2.0) -> ExperimentResult:
         step = self.begin_step(
             "The ledger says no",
             f"The teacher asks the sensitive question once more, with ε = {epsilon:g}. Each student's machine keeps its own "
@@ -517,10 +528,18 @@ class Teacher:
         counts = rep.counts()
         step["result"] = {"text": f"refused by {counts['refused']} of {len(rep.users)} students' own ledgers; {counts['answered']} answered", **counts}
         self.state.changed()
+        return self._lesson_result(step, ("ε asked", "students asked", *counts), [(epsilon, len(rep.users), *counts.values())])
 
-    async def lesson_masked_parity(self, epsilon: float = 1.0) -> None:
+    async def lesson_masked_parity(self, epsilon: float = 1.0) -> ExperimentResult:
+        """Lab 4 run by the class, with the sharpest pair (issue 28): the correlation learner
+        (interactive, ``ldp.learners.masked_parity_correlation``) against the fair one-round
+        learner (``ldp.learners.masked_parity``), each on the same number of machine users: as
+        many as the interactive learner needs for 95 % (whole seats, at most half the class each),
+        where the one-round learner's predicted success is far lower. Fewer users than half the
+        class each also keep the lesson short."""
         from ldp.core.rng import generator
-        from ldp.learners.masked_parity import learn_masked_parity_interactive, learn_masked_parity_lni, lni_users_for
+        from ldp.learners.masked_parity import learn_masked_parity_lni, lni_plan, lni_users_for  # SciPy: loaded when the lesson runs
+        from ldp.learners.masked_parity_correlation import correlation_design, correlation_plan, correlation_users_for, learn_masked_parity_correlation
 
         d = self.plan.d
         seats = self.connected_seats()
@@ -528,24 +547,30 @@ class Teacher:
         run = 0
         while run < len(seats) and seats[run] == run:
             run += 1
-        half = max(1, run // 2)
         m = self.plan.per_seat
+        per = min(max(1, run // 2), max(1, math.ceil(correlation_users_for(d, epsilon) / m)))  # seats per learner
+        n = per * m
+        groups = int(correlation_design(d).shape[0])
         step = self.begin_step(
             "Lesson 3 — interaction helps (MASKED-PARITY, lab 4)",
             f"Your machines generated {self.plan.machine_users} records each of a hidden concept c_(r,a) on {{0,1}}^{d}. "
-            f"Seats 0–{half - 1} run the interactive learner: round 1 asks one bit question per coordinate of r; round 2's "
-            f"question depends on the r that round 1 found. Seats {half}–{max(half, run - 1)} run the one-round learner, which must "
-            f"ask about all 2^{d} = {2**d} candidate r at once (it needs ≈ {lni_users_for(d, epsilon):,} users for 95 %).",
+            f"Seats 0–{per - 1} run the interactive learner: in round 1 each machine user answers one question about the "
+            f"coordinate of r it holds (its group's public ± signs; {groups} groups), and the counts, added with those signs, "
+            f"give every bit of r at once; round 2's question depends on the r that round 1 found. Seats {per}–{2 * per - 1} "
+            f"run the one-round learner, which must ask about all 2^{d} = {2**d} candidate r at once. Each gets {n:,} users: "
+            f"about what the interactive one needs for 95 % ({correlation_users_for(d, epsilon):,}); "
+            f"the one-round one needs ≈ {lni_users_for(d, epsilon):,}.",
         )
         assert self.oracle is not None
-        if run < 2:
-            step["result"] = {"text": "needs at least 2 students in seats 0 and 1"}
+        columns = ("learner", "rounds", "users", "r", "a", "right", "predicted success")
+        if run < 2 or n < groups + 1:
+            step["result"] = {"text": f"needs at least 2 students in seats 0 and 1 and {groups + 1} users per learner"}
             self.state.changed()
-            return
+            return self._lesson_result(step, columns, [])
         target = class_target(self.token, d)
-        li = await learn_masked_parity_interactive(self.oracle, d, epsilon, users=half * m, first_user=0)
+        interactive = await learn_masked_parity_correlation(self.oracle, d, epsilon, users=n, first_user=0)
         await self.update_budgets()
-        lni = await learn_masked_parity_lni(self.oracle, d, epsilon, generator(0, "classroom-lni"), users=(run - half) * m, first_user=half * m)
+        one_round = await learn_masked_parity_lni(self.oracle, d, epsilon, generator(0, "classroom-lni"), users=n, first_user=n)
         await self.update_budgets()
         truth = target.to_json()
 
@@ -556,21 +581,41 @@ class Teacher:
         step["result"] = {
             "text": "",
             "truth": {"r": "".join(map(str, truth["r"])), "a": truth["a"]},
-            "interactive": {**verdict(li), "users": half * m},
-            "one_round": {**verdict(lni), "users": (run - half) * m},
+            "interactive": {**verdict(interactive), "users": n, "predicted_success": correlation_plan(n, d, epsilon).predicted_success},
+            "one_round": {**verdict(one_round), "users": n, "predicted_success": lni_plan(n, d, epsilon).predicted_success},
         }
         res = step["result"]
         res["text"] = (
-            f"target r={res['truth']['r']}, a={res['truth']['a']}; interactive ({half * m} users): r={res['interactive']['r']}, a={res['interactive']['a']} "
-            f"{'✓' if res['interactive']['right'] else '✗'}; one round ({(run - half) * m} users): r={res['one_round']['r']}, a={res['one_round']['a']} "
+            f"target r={res['truth']['r']}, a={res['truth']['a']}; interactive ({n} users): r={res['interactive']['r']}, a={res['interactive']['a']} "
+            f"{'✓' if res['interactive']['right'] else '✗'}; one round ({n} users): r={res['one_round']['r']}, a={res['one_round']['a']} "
             f"{'✓' if res['one_round']['right'] else '✗'}"
         )
         self.state.changed()
+        rows = [
+            (name, rounds, n, res[key]["r"], res[key]["a"], res[key]["right"], round(res[key]["predicted_success"], 3))
+            for name, key, rounds in (("interactive (correlation)", "interactive", 2), ("one round (fair)", "one_round", 1))
+        ]
+        return self._lesson_result(step, columns, rows)
+
+    @staticmethod
+    def _lesson_result(step: dict[str, Any], columns: tuple[str, ...], rows: Sequence[tuple[Any, ...]]) -> ExperimentResult:
+        """A lesson's result in the experiments' type: the step's title, a table, its result line.
+        An undefined number (an interval from one report) is None: the dashboard's JSON has no NaN."""
+        table = tuple(tuple(None if isinstance(v, float) and not math.isfinite(v) else v for v in row) for row in rows)
+        return ExperimentResult(step["title"], columns, table, notes=step["result"]["text"])
+
+    def record(self) -> ExperimentResult:
+        """The class's record: one row per lesson run so far (its title and result line)."""
+        return ExperimentResult(
+            f"The class's record ({len(self.connected_seats())} students connected, d = {self.plan.d})",
+            ("lesson", "result"),
+            tuple((r.title, r.notes) for r in self.results),
+        )
 
     async def run_lessons(self, pause: Callable[[str], Any]) -> None:
         lessons = [self.lesson_sensitive, self.lesson_histogram, self.lesson_over_asking, self.lesson_masked_parity]
         for k, lesson in enumerate(lessons):
-            await lesson()
+            self.results.append(await lesson())
             step = self.state.data["steps"][-1]
             if step.get("result"):
                 self.say(f"   → {step['result']['text']}")
@@ -578,6 +623,10 @@ class Teacher:
                 await pause("next lesson")
         for s in self.state.data["steps"]:
             s["status"] = "done"
+        record = self.record()
+        # The record as JSON in the dashboard's state (GET /state): the summary and each lesson's table.
+        self.state.data["record"] = {"summary": record.to_json(), "lessons": [r.to_json() for r in self.results]}
+        self.say(f"\n== {record.title}\n" + "\n".join(f"   {title}: {line}" for title, line in record.rows))
         self.state.data["finished"] = True
         self.state.changed()
 

@@ -1,23 +1,25 @@
 """``ldp-sim lab N [--quick] [--processes P] [--transport grpc|inprocess] [--no-solutions] [--out DIR]``:
 a teaching lab (simulations/labs/labN_*.py) run cell by cell, with its narrative, in a child
 Python against client processes on loopback (or in process); ``ldp.simulations.labs.runner``.
+Every lab is an experiment (``labN``, ``ldp.simulations.labs.experiments``): this command runs it
+through the ``Experiment`` protocol, as ``ldp-sim run labN`` does, and prints its result table.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
-import subprocess
-import sys
-from pathlib import Path
+import re
+import time
 
 from rich.console import Console
 
 from ldp.cli.argtypes import integer_text, output_directory, process_count
 from ldp.cli.command import Command, stdout_console
-from ldp.core.errors import ParameterError
+from ldp.cli.run import print_result
+from ldp.core.errors import LDPError, ParameterError
+from ldp.experiment import ExperimentArgs, ExperimentResult, experiment_names, get_experiment
 
-__all__ = ["LAB", "LAB_DESCRIPTION", "lab_modules"]
+__all__ = ["LAB", "LAB_DESCRIPTION", "lab_numbers"]
 
 
 def _lab_number(text: str) -> int:
@@ -29,7 +31,8 @@ def _lab_number(text: str) -> int:
 
 LAB_DESCRIPTION = (
     "Run lab N cell by cell: its narrative (the lab's markdown cells) printed between the outputs "
-    "of its code cells, against client processes on loopback (or in process). "
+    "of its code cells, against client processes on loopback (or in process), then the lab's result table "
+    "(every lab is an experiment: `ldp-sim run labN` runs the same one). "
     "Switches: quick sizes when --quick is given OR LDP_QUICK=1 is set; solutions hidden when "
     "--no-solutions is given OR LDP_SOLUTIONS=0 is set. A flag only turns its switch on; without "
     "it the environment decides (defaults: full sizes, solutions shown; the variables take "
@@ -46,33 +49,28 @@ def _lab_arguments(lab: argparse.ArgumentParser) -> None:
     lab.add_argument("--out", default="results/labs", help="where figures are saved (default results/labs)")
 
 
-def lab_modules() -> dict[int, str]:
-    """Lab number → module name, from simulations/labs/labN_*.py."""
-    import ldp.simulations.labs as labs
-
-    found = {}
-    for path in sorted(Path(labs.__file__).parent.glob("lab*_*.py")):
-        number = path.stem[3 : path.stem.index("_")]
-        if number.isdigit():
-            found[int(number)] = f"ldp.simulations.labs.{path.stem}"
-    return found
+def lab_numbers() -> list[int]:
+    """The labs' numbers: the experiments named ``labN`` (entry points; none is imported)."""
+    return sorted(int(name[3:]) for name in experiment_names() if re.fullmatch(r"lab\d+", name))
 
 
 def _lab(ns: argparse.Namespace, console: Console) -> int:
-    """Run a lab in a child Python, cell by cell with its narrative (``ldp.simulations.labs.runner``).
+    """Run a lab through its experiment (``get_experiment("labN")``, the protocol ``ldp-sim run``
+    and a user's code use too: ``ldp.simulations.labs.experiments.Lab``), then print its table.
 
     The switches combine as ``--help`` says: ``--quick`` or LDP_QUICK=1 → quick sizes,
     ``--no-solutions`` or LDP_SOLUTIONS=0 → solutions hidden; a bad value of either variable is a
-    user mistake (one line). The child gets them normalized, with LDP_TRANSPORT, LDP_PROCESSES and
-    LDP_LAB_OUT; the lab opens its oracle through ``ldp.simulations.labs.common.open_oracle``, which
-    starts the aggregator and client processes on 127.0.0.1 when LDP_TRANSPORT=grpc. A fresh
-    interpreter, because ``ldp.simulations.labs.common`` reads the switches once, when imported.
+    user mistake (one line). The lab runs in a fresh Python, cell by cell with its narrative
+    (``ldp.simulations.labs.runner``), and opens its oracle through
+    ``ldp.simulations.labs.common.open_oracle``, which starts the aggregator and client processes
+    on 127.0.0.1 with ``--transport grpc``. A lab that fails exits with its own code (its
+    traceback is printed); Ctrl-C stops it.
     """
     from ldp.simulations.labs.runner import env_switch
 
-    labs = lab_modules()
+    labs = lab_numbers()
     if ns.number not in labs:
-        raise ParameterError(f"there is no lab {ns.number}; labs are {sorted(labs)}")
+        raise ParameterError(f"there is no lab {ns.number}; labs are {labs}")
     if ns.processes < 1:
         raise ParameterError(f"--processes must be ≥ 1, got {ns.processes}")
     try:
@@ -81,25 +79,25 @@ def _lab(ns: argparse.Namespace, console: Console) -> int:
     except ValueError as exc:
         raise ParameterError(str(exc)) from None
     output_directory(ns.out)
-    env = dict(
-        os.environ,
-        LDP_TRANSPORT=ns.transport,
-        LDP_PROCESSES=str(ns.processes),
-        LDP_QUICK="1" if quick else "0",
-        LDP_SOLUTIONS="1" if solutions else "0",
-        LDP_LAB_OUT=ns.out,
-        MPLBACKEND="Agg",
+    exp = get_experiment(f"lab{ns.number}")
+    args = ExperimentArgs(
+        users=0, epsilon=1.0, quick=quick, out=ns.out, options={"solutions": solutions, "transport": ns.transport, "processes": ns.processes}
     )
     where = f"{ns.processes} client process(es) over gRPC" if ns.transport == "grpc" else "in process"
     mode = f"{'quick' if quick else 'full'} sizes, solutions {'shown' if solutions else 'hidden'}"
-    console.print(f"[bold]Lab {ns.number}[/bold] ({labs[ns.number]}), {where}, {mode}")
-    proc = subprocess.Popen([sys.executable, "-m", "ldp.simulations.labs.runner", labs[ns.number]], env=env)
+    console.print(f"[bold]Lab {ns.number}[/bold] ({getattr(exp, 'module', exp.name)}), {where}, {mode}")
+    start = time.perf_counter()
     try:
-        return proc.wait()
-    except KeyboardInterrupt:
-        proc.terminate()
-        proc.wait(timeout=10)
-        raise
+        result = exp.run(None, args)
+    except LDPError as exc:
+        code = getattr(exc, "code", None)  # LabFailed: the lab's own exit code, its traceback printed
+        if code is None:
+            raise
+        return int(code)
+    if not isinstance(result, ExperimentResult):  # a lab is standalone: its run returns the result itself
+        raise ParameterError(f"lab {ns.number}'s experiment gave {type(result).__name__}, not an ExperimentResult")
+    print_result(console, result, time.perf_counter() - start)
+    return 0
 
 
 def lab_command(ns: argparse.Namespace) -> int:

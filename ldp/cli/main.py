@@ -5,7 +5,7 @@ Every subcommand is a ``Command`` (``ldp.cli.command``: help line, description, 
 
 - ``run``, ``population``, ``list``: ``ldp.cli.run``;
 - ``serve``: ``ldp.cli.serve``; ``clients``: ``ldp.cli.clients``;
-- ``certs``: ``ldp.cli.certs``; ``schema``: ``ldp.cli.schema``; ``lab``: ``ldp.cli.lab``;
+- ``estimate``: ``ldp.cli.estimate``; ``certs``: ``ldp.cli.certs``; ``schema``: ``ldp.cli.schema``; ``lab``: ``ldp.cli.lab``;
 - ``classroom``, ``join``: ``ldp.cli.classroom_commands``.
 
 The argument types they share are ``ldp.cli.argtypes``. This module builds the parser from the
@@ -27,6 +27,7 @@ from ldp.cli.certs import CERTS
 from ldp.cli.classroom_commands import CLASSROOM, JOIN
 from ldp.cli.clients import CLIENTS
 from ldp.cli.command import Command
+from ldp.cli.estimate import ESTIMATE
 from ldp.cli.lab import LAB
 from ldp.cli.run import LIST, POPULATION, RUN
 from ldp.cli.schema import SCHEMA
@@ -38,7 +39,7 @@ __all__ = ["COMMANDS", "EXIT_USAGE", "EXIT_INTERRUPTED", "main"]
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 
-COMMANDS: tuple[Command, ...] = (RUN, SERVE, CLIENTS, CERTS, POPULATION, LIST, SCHEMA, LAB, CLASSROOM, JOIN)
+COMMANDS: tuple[Command, ...] = (RUN, ESTIMATE, SERVE, CLIENTS, CERTS, POPULATION, LIST, SCHEMA, LAB, CLASSROOM, JOIN)
 
 
 class _Parser(argparse.ArgumentParser):

@@ -98,7 +98,9 @@ def experiment_args(ns: argparse.Namespace, progress: Any, log: Any = None) -> t
         raise ParameterError(f"--seed must be in [0, 2^64), got {seed}")
     options = _options_of(exp, ns)
     transport = getattr(ns, "transport", None)
-    if transport is not None and transport not in transports(exp):
+    if transport is not None and places_own_clients(exp):
+        _fold_transport(exp, ns, options, transport)
+    elif transport is not None and transport not in transports(exp):
         raise ParameterError(f"{exp.name} does not use the LR oracle: it runs in process only (drop --transport {transport})")
     args = ExperimentArgs(
         users=users, epsilon=epsilon, seed=seed, deadline_s=ns.deadline, progress=progress, options=options,
@@ -132,6 +134,22 @@ def _epsilon_of(exp: Experiment, ns: argparse.Namespace) -> float:
         raise ParameterError(f"--epsilon does not apply to {exp.name} (it sweeps its own ε; see -o)")
     epsilon = (exp.default_epsilon or 1.0) if ns.epsilon is None else ns.epsilon
     return require_epsilon(epsilon, "budget epsilon")
+
+
+def places_own_clients(exp: Experiment) -> bool:
+    """A standalone experiment that starts its own client processes (real-data, the labs): its
+    configuration has a ``transport`` setting, which ``--transport`` and ``--processes`` set."""
+    return exp.shape == "standalone" and "transport" in option_names(exp.config_type)
+
+
+def _fold_transport(exp: Experiment, ns: argparse.Namespace, options: dict[str, str], transport: str) -> None:
+    """``--transport T [--processes P]`` for an experiment that places its own clients: the same
+    as ``-o transport=T [-o processes=P]`` (one of the two ways, not both)."""
+    if "transport" in options:
+        raise ParameterError(f"give {exp.name}'s transport once: --transport {transport} or -o transport={options['transport']}, not both")
+    options["transport"] = transport
+    if transport == "grpc" and "processes" in option_names(exp.config_type) and "processes" not in options:
+        options["processes"] = str(ns.processes)
 
 
 def _options_of(exp: Experiment, ns: argparse.Namespace) -> dict[str, str]:
@@ -342,7 +360,7 @@ def _list(ns: argparse.Namespace, console: Console) -> int:
         errors.print(f"ldp-sim: warning: experiment {name} is not listed: {exc}", markup=False, highlight=False, soft_wrap=True)
 
     for exp in experiments(on_error=broken):
-        where = "in process only" if exp.shape == "standalone" else "grpc|inprocess"
+        where = "its own clients: grpc|inprocess" if places_own_clients(exp) else "in process only" if exp.shape == "standalone" else "grpc|inprocess"
         console.print(f"{exp.name:22s} [{where}] {exp.description}", markup=False, highlight=False, soft_wrap=True)
     return 0
 

@@ -1,4 +1,4 @@
-"""Real data: users' records from a local CSV or Parquet file.
+"""Real data: users' records from a local CSV or Parquet file, the file as the user has it.
 
 A client process may host real users instead of simulated ones: one user per data row, user ids
 0..n−1 in file order. The records stay on the client; only ``DataPopulation.public_description()``
@@ -7,46 +7,39 @@ A client process may host real users instead of simulated ones: one user per dat
 Files
 -----
 * **CSV** (any name but ``*.parquet`` / ``*.pq``): UTF-8 text (a BOM is allowed), comma separated,
-  standard quoting, a header row naming the columns. Every cell of a used column must hold an
-  integer as Python's ``int()`` reads it (optional sign, decimal digits, surrounding spaces).
-  Completely blank lines are skipped and are not rows. Columns the records do not use are ignored
-  (but every row must have as many cells as the header).
+  standard quoting, a header row naming the columns. Blank lines are not rows: they are allowed
+  only before the header and at the end of the file (so in a one-column file an empty cell is
+  written ``""``, as Python's csv module and pandas write it). Columns the records do not use are
+  ignored (but every row must have as many cells as the header).
 * **Parquet** (``*.parquet``, ``*.pq``, or any file that starts with ``PAR1``): needs pyarrow, the
-  ``parquet`` extra (``pip install 'ldp-sim[parquet]'``). Used columns may be integer, boolean (0/1),
-  floating point holding whole numbers, or strings read as in a CSV file. ``records()`` reads only
+  ``parquet`` extra (``pip install 'ldp-sim[parquet]'``). Columns may be integer, boolean (0/1),
+  floating point, decimal (read as float64), strings (read as a CSV cell is) or
+  dictionary-encoded. ``records()`` reads only
   the row groups and columns it needs.
+
+CSV and Parquet are read alike: a header name is stripped of surrounding spaces and put in
+Unicode NFC form (in the file and in the schema's ``columns``), a text cell is read after
+stripping its surrounding spaces, and an empty cell, a null and a float NaN are all a *missing*
+value. So one schema reads a CSV file and its Parquet twin into the same records.
+
+What a cell may hold, and what records hold, is the schema's declaration (the schema file of
+``ldp.core.datafile_schema``): integers of any width (declared range and step), string
+categories with their labels listed, floats with declared bounds and grid, a policy for values
+out of range (refuse or clip) and for missing values (refuse, a category of their own, or drop
+the user from the field's statistics). A schema of plain integer fields reads files exactly as
+before these keys, with the same identity.
 
 Rows are counted the way a person reads the file: **row N is the N-th data row, from 1** (the
 header is not a row), i.e. user N−1. CSV errors also give the file's physical ``line``.
 
-Schema file (JSON)
-------------------
-::
-
-    {"format": 1, "fields": [
-        {"name": "x", "length": 3, "low": 0, "high": 1},
-        {"name": "y", "low": -1, "high": 1, "step": 2, "columns": ["label"]}
-    ]}
-
-``format`` is the layout's version (``SCHEMA_FORMAT``, 1): another value, an unknown key, a
-missing key or a wrong type is refused naming the key. A file without ``format`` (written before
-format 1) is read deliberately, as before, so that declared schemas keep working.
-
-Keys of a field: ``name`` (an identifier, required), ``length`` (default 1), ``low`` (default 0),
-``high`` (default 1), ``step`` (default 1) — the meaning of ``ldp.core.schema.Field`` — and
-optionally ``columns``: the ``length`` file columns holding the field, in order. Without
-``columns`` a field of length 1 is read from the column named like the field, and a field ``x`` of
-length L from columns ``x_0 .. x_{L−1}``. The bare list that ``Schema.to_json()`` writes (the
-public description's layout, unversioned) is accepted too. ``schema_to_json`` writes this format
-(e.g. to save an inferred schema and edit it).
-
 Inference, and why a served schema must be declared
 ---------------------------------------------------
 Without a schema, ``load_data`` infers one for use in this process: every chosen column (default:
-all, in file order) becomes a field of length 1 named like the column, with low = min, high = max
-and step = the gcd of the differences between its values (a ±1 label becomes low −1, high 1,
-step 2). A constant column c becomes c..c+1 (or c−1..c when c = 32767), as a field needs
-low < high. Values must fit int16.
+all, in file order) becomes a field of length 1 named like the column. A column of integers gets
+low = min, high = max and step = the gcd of the differences (a ±1 label becomes low −1, high 1,
+step 2; a constant column c becomes c..c+1, or c−1..c when c = 32767); values must fit int16.
+A column none of whose cells is a number becomes a category field of its distinct labels, sorted.
+Missing values are refused.
 
 Such a schema is computed from the data's values: a one-row file ``37,1,52`` gives ranges
 37..38, 1..2, 52..53, the whole record. The schema is public (the aggregator reads it in
@@ -57,20 +50,28 @@ inferred one with ``undeclared_schema_message``, and so do ``ClientConfig`` (a d
 ``schema_path``) and ``Shard.description``, the only way a description reaches the wire.
 
 To write one: ``ldp-sim schema infer FILE > schema.json`` (``draft_schema``) runs on the user's
-machine and writes a *draft* that does not copy the data's extremes: each column's range is
-widened to 0..2^k−1 (or −(2^k−1)..2^k−1 when it holds negative values) for the smallest k ≥ 1
-that covers the values, with step 1. The draft still tells how large the values are; the user
-widens each range to the column's public range (e.g. ages 0..120) before declaring it with
-``--schema schema.json``.
+machine and writes a *draft* that does not copy the data's extremes: an integer column's range
+is widened to 0..2^k−1 (or −(2^k−1)..2^k−1 when it holds negative values) for the smallest k ≥ 1
+that covers the values, with step 1; a column of other numbers (or integers too wide for that)
+becomes a float field on 0..2^k (or −2^k..2^k) with a decimal resolution of about a thousandth
+of the range; a column of text becomes a category field that **lists the labels found in the
+file** (they are data values: the user keeps only labels that are public knowledge and adds any
+that may occur); a column with missing values declares ``"missing": "category"``. The draft still
+tells how large the values are, and which labels and missing values occur; the user reviews it
+before declaring it with ``--schema schema.json``.
 
 Errors
 ------
 A user's mistake is a one-line ``ParameterError``:
 ``<file>, row <N> (line <L>), column '<name>': <problem>`` (no ``line`` for Parquet), where the
-problem is e.g. ``value '1.5' is not an integer``, ``the cell is empty``, ``value 40000 is beyond
-the int16 range -32768..32767`` or ``value 0 is not allowed by field 'y' (low=-1, high=1,
-step=2: one of -1, 1)``. The first offender in file order is reported (earliest row, then
-leftmost column).
+problem is e.g. ``value '1.5' is not an integer``, ``the cell is empty; ...``, ``value 40000 is
+beyond the int16 range -32768..32767``, ``value 0 is not allowed by field 'y' (low=-1, high=1,
+step=2: one of -1, 1)`` or ``value 'Adelei' is not one of the 3 categories of field 'species':
+'Adelie', 'Chinstrap', 'Gentoo'``. The first offender in file order is reported (earliest row,
+then leftmost column). For a **served** file (``load_data(..., served=True)``, what a client
+process hosting the file uses) no message names a cell's value: its text could reach the
+aggregator's side (e.g. the log of a client placed by Ray), so it says ``the cell is not an
+integer`` or ``the value is not ...`` with the file, row, column and what is allowed.
 """
 
 from __future__ import annotations
@@ -78,18 +79,41 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
+import itertools
 import json
+import math
+import operator
 import os
 import shlex
+import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Union
+from typing import Any, Protocol, Union
 
 import numpy as np
 
+from ldp.core.datafile_schema import (
+    INT16_HIGH,
+    INT16_LOW,
+    MAX_CODES,
+    SCHEMA_FORMAT,
+    ColumnSpec,
+    DeclaredSchema,
+    declared_from_schema,
+    default_columns,
+    inference_spec,
+    one_line,
+    parse_declaration,
+    parse_schema_json,
+    read_declaration,
+    read_schema_file,
+    require_unique_columns,
+    schema_from_json,
+    schema_to_json,
+    show_value,
+)
 from ldp.core.errors import ParameterError
-from ldp.core.file_format import check_keys, read_format
 from ldp.core.schema import RECORD_DTYPE, Field, Schema
 
 __all__ = [
@@ -98,259 +122,58 @@ __all__ = [
     "infer_schema",
     "schema_from_json",
     "parse_schema_json",
+    "parse_declaration",
     "read_schema_file",
+    "read_declaration",
     "schema_to_json",
     "default_columns",
+    "ColumnSpec",
+    "DeclaredSchema",
     "SchemaDraft",
     "ColumnRange",
     "draft_schema",
     "draft_range",
+    "draft_grid",
+    "field_name",
+    "header_name",
     "undeclared_schema_message",
     "SCHEMA_FORMAT",
 ]
 
-INT16_LOW, INT16_HIGH = -(2**15), 2**15 - 1
 _CHUNK_ROWS = 1 << 16
 _PARQUET_SUFFIXES = (".parquet", ".pq")
-_FIELD_KEYS = ("name", "length", "low", "high", "step", "columns")
 _IDENTITY_TAG = b"ldp.datafile/v1\n"
-SCHEMA_FORMAT = 1  # the schema-file layout schema_to_json writes and parse_schema_json reads
-_SCHEMA_KEYS = ("format", "fields")
-_REWRITE_SCHEMA = "write it again with this version's `ldp-sim schema infer FILE`, or set \"format\": 1 by hand"
 
 PathLike = Union[str, "os.PathLike[str]"]
-SchemaLike = Union[Schema, str, "os.PathLike[str]", Mapping[str, Any], Sequence[Mapping[str, Any]], None]
+SchemaLike = Union[DeclaredSchema, Schema, str, "os.PathLike[str]", Mapping[str, Any], Sequence[Mapping[str, Any]], None]
+
+
+class _Consumer(Protocol):
+    """What a scan feeds: ``start(index)`` once the header is read (the chosen columns'
+    positions in the file), then ``(first_row, lines or None, cells per chosen column)`` per chunk."""
+
+    def start(self, index: Sequence[int]) -> None: ...
+
+    def __call__(self, first: int, lines: Any, cols: list[Any]) -> None: ...  # lines: [i] → line, or None
+
+
+def header_name(name: str) -> str:
+    """A column's name as the readers compare it: stripped of surrounding spaces, Unicode NFC
+    (so that a header typed with spaces, or a name in another normal form, reads alike in CSV,
+    Parquet and the schema's ``columns``)."""
+    return unicodedata.normalize("NFC", name.strip())
 
 
 # --------------------------------------------------------------------------------------------
-# Schema (de)serialization
-
-
-def default_columns(schema: Schema) -> tuple[str, ...]:
-    """The file columns a schema reads by default: ``x`` for a field of length 1, else ``x_0..``."""
-    names: list[str] = []
-    for f in schema:
-        names.extend([f.name] if f.length == 1 else [f"{f.name}_{i}" for i in range(f.length)])
-    return tuple(names)
-
-
-def _require_int(where: str, key: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ParameterError(f"{where}: {key!r} must be an integer, got {value!r}")
-    return value
-
-
-def parse_schema_json(data: Any) -> tuple[Schema, tuple[str, ...]]:
-    """A schema and its file columns (one per schema column) from the schema-file format.
-
-    Format ``SCHEMA_FORMAT`` (1) is ``{"format": 1, "fields": [...]}``: both keys, no other.
-    Without ``format`` (files written before format 1: ``{"fields": [...]}``, or the bare list
-    of ``Schema.to_json()``) the file is still read, deliberately, so that the schemas users
-    already declared keep working (their populations keep their identity and ledgers); unknown
-    keys are refused there too. Another ``format``, an unknown or missing key, or a wrong type is
-    a one-line ParameterError naming the key (``ldp.core.file_format``).
-    """
-    if isinstance(data, Mapping):
-        version = read_format(data, what="schema", version=SCHEMA_FORMAT, rewrite=_REWRITE_SCHEMA)
-        required = _SCHEMA_KEYS if version is not None else ("fields",)
-        check_keys(data, what="schema", version=SCHEMA_FORMAT, known=_SCHEMA_KEYS, required=required)
-        items = data["fields"]
-    else:
-        items = data
-    if isinstance(items, (str, bytes)) or not isinstance(items, Sequence):
-        raise ParameterError(f"schema key 'fields' must be a list of field objects, got {type(items).__name__}")
-    fields: list[Field] = []
-    columns: list[str] = []
-    for k, item in enumerate(items):
-        where = f"schema field #{k + 1}"
-        if not isinstance(item, Mapping):
-            raise ParameterError(f"{where}: must be an object with keys {list(_FIELD_KEYS)}, got {item!r}")
-        if isinstance(item.get("name"), str):
-            where = f"schema field {item['name']!r}"
-        extra = sorted(set(item) - set(_FIELD_KEYS))
-        if extra:
-            raise ParameterError(f"{where}: unknown key(s) {extra}; allowed keys are {list(_FIELD_KEYS)}")
-        if not isinstance(item.get("name"), str):
-            raise ParameterError(f"{where}: needs a \"name\" string, got {item.get('name')!r}")
-        kwargs = {key: _require_int(where, key, item[key]) for key in ("length", "low", "high", "step") if key in item}
-        f = Field(item["name"], **kwargs)  # raises ParameterError naming the field
-        fields.append(f)
-        if "columns" in item:
-            cols = item["columns"]
-            if (
-                isinstance(cols, (str, bytes))
-                or not isinstance(cols, Sequence)
-                or not all(isinstance(c, str) for c in cols)
-                or len(cols) != f.length
-            ):
-                raise ParameterError(
-                    f"{where}: \"columns\" must be a list of {f.length} column name(s), got {cols!r}"
-                )
-            columns.extend(cols)
-        else:
-            columns.extend(default_columns(Schema((f,))))
-    schema = Schema(tuple(fields))
-    _require_unique_columns(columns, "schema")
-    return schema, tuple(columns)
-
-
-def schema_from_json(data: Any) -> Schema:
-    """The schema of the schema-file format (``{"fields": [...]}`` or ``Schema.to_json()``'s list)."""
-    return parse_schema_json(data)[0]
-
-
-def read_schema_file(path: PathLike) -> tuple[Schema, tuple[str, ...]]:
-    """Read a JSON schema file: the schema and the file columns it reads."""
-    p = Path(path).expanduser()
-    try:
-        text = p.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise ParameterError(f"schema file {str(p)!r} does not exist") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ParameterError(f"schema file {str(p)!r} cannot be read: {_one_line(exc)}") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ParameterError(f"{p}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
-    try:
-        return parse_schema_json(data)
-    except ParameterError as exc:
-        raise ParameterError(f"{p}: {exc}") from None
-
-
-def schema_to_json(schema: Schema, columns: Sequence[str] | None = None) -> dict[str, Any]:
-    """The schema-file format (``{"format": 1, "fields": [...]}``); ``columns`` are written per
-    field only where they differ from the default."""
-    cols = tuple(columns) if columns is not None else default_columns(schema)
-    if len(cols) != schema.width:
-        raise ParameterError(f"schema has {schema.width} columns, got {len(cols)} column names")
-    out = []
-    start = 0
-    for f in schema:
-        d: dict[str, Any] = {"name": f.name, "length": f.length, "low": f.low, "high": f.high, "step": f.step}
-        mine = list(cols[start : start + f.length])
-        if tuple(mine) != default_columns(Schema((f,))):
-            d["columns"] = mine
-        out.append(d)
-        start += f.length
-    return {"format": SCHEMA_FORMAT, "fields": out}
-
-
-def _require_unique_columns(columns: Sequence[str], where: str) -> None:
-    seen: set[str] = set()
-    for c in columns:
-        if c in seen:
-            raise ParameterError(f"{where}: column {c!r} is used twice; each schema column needs its own file column")
-        seen.add(c)
-
-
-# --------------------------------------------------------------------------------------------
-# Value checks (shared by CSV and Parquet)
-
-
-@dataclass(frozen=True)
-class _Bounds:
-    """What one record column may hold: a declared field, or anything int16 (inference)."""
-
-    low: int = INT16_LOW
-    high: int = INT16_HIGH
-    step: int = 1
-    field: Field | None = None
-
-    def problem(self, value: int) -> str:
-        if self.field is None:
-            return f"value {value} is beyond the int16 range {INT16_LOW}..{INT16_HIGH}"
-        f = self.field
-        if f.cardinality <= 8:
-            allowed = "one of " + ", ".join(str(v) for v in f.values().tolist())
-        elif f.step == 1:
-            allowed = f"an integer in {f.low}..{f.high}"
-        else:
-            allowed = f"{f.low}..{f.high} in steps of {f.step}"
-        return f"value {value} is not allowed by field {f.name!r} (low={f.low}, high={f.high}, step={f.step}: {allowed})"
-
-
-def _bounds_for(schema: Schema) -> list[_Bounds]:
-    return [_Bounds(f.low, f.high, f.step, f) for f in schema for _ in range(f.length)]
-
-
-def _show(value: Any) -> str:
-    text = repr(value) if isinstance(value, str) else str(value)
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
-def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split()) or type(exc).__name__
-
-
-_Bad = tuple[int, str]  # (index in the chunk, problem)
-
-
-def _check_numeric(a: np.ndarray, b: _Bounds) -> tuple[np.ndarray, _Bad | None]:
-    """Integer, boolean or float values → (int64 values, first bad cell)."""
-    if a.dtype == np.bool_:
-        a = a.astype(np.int8)
-    af = a.astype(np.float64, copy=False)
-    # Exact for the range test: the bounds are small integers and float64 conversion is monotone.
-    out_of_range = ~((af >= b.low) & (af <= b.high))  # NaN counts as out of range
-    if a.dtype.kind == "f":
-        not_integer = ~np.isfinite(af) | (af != np.floor(np.where(np.isfinite(af), af, 0.0)))
-        bad = out_of_range | not_integer
-    else:
-        not_integer = None
-        bad = out_of_range
-    values = np.where(bad, float(b.low), af).astype(np.int64)  # exact: kept values fit int16
-    if b.step > 1:
-        bad = bad | ((values - b.low) % b.step != 0)
-    if not bad.any():
-        return values, None
-    i = int(np.argmax(bad))
-    if not_integer is not None and not_integer[i]:
-        return values, (i, f"value {_show(a[i].item())} is not an integer")
-    shown = a[i].item()
-    if isinstance(shown, float):
-        shown = int(shown)
-    return values, (i, b.problem(shown))
-
-
-def _check_strings(cells: Sequence[str], b: _Bounds) -> tuple[np.ndarray, _Bad | None]:
-    """Text cells → (int64 values, first bad cell); a cell is read as ``int()`` reads it."""
-    try:
-        values = np.fromiter(map(int, cells), dtype=np.int64, count=len(cells))
-    except (ValueError, OverflowError):
-        pass
-    else:
-        return _check_numeric(values, b)
-    for i, cell in enumerate(cells):
-        text = cell.strip()
-        if not text:
-            return np.zeros(0, np.int64), (i, "the cell is empty; every cell must hold an integer")
-        try:
-            v = int(text)
-        except ValueError:
-            return np.zeros(0, np.int64), (i, f"value {_show(cell)} is not an integer")
-        if not (b.low <= v <= b.high and (v - b.low) % b.step == 0):
-            return np.zeros(0, np.int64), (i, b.problem(v))
-    raise AssertionError("unreachable: numpy rejected a column that every cell of passes")  # pragma: no cover
-
-
-def _first_bad(bads: Sequence[tuple[_Bad | None, int]]) -> tuple[int, int, str] | None:
-    """(row index, column position, problem) of the earliest bad cell, ties to the leftmost column."""
-    found = [(bad[0], pos, bad[1]) for bad, pos in bads if bad is not None]
-    return min(found) if found else None
-
-
-# --------------------------------------------------------------------------------------------
-# CSV
+# Scanning a file: the chosen columns, chunk by chunk (CSV and Parquet)
 
 
 @dataclass
-class _Table:
-    """What a load found: size, file digest, and (when read) the record matrix."""
+class _Meta:
+    """What a scan found besides the cells: size, file digest, stat, Parquet row groups."""
 
     size: int
     digest: bytes
-    matrix: np.ndarray | None
     stat: tuple[int, int]
     row_groups: tuple[int, ...] = ()  # Parquet: first row of each row group, then the total
 
@@ -358,105 +181,6 @@ class _Table:
 def _stat(p: Path) -> tuple[int, int]:
     st = p.stat()
     return (st.st_size, st.st_mtime_ns)
-
-
-def _csv_error(display: str, exc: Exception, line: int) -> ParameterError:
-    return ParameterError(f"{display}, line {line}: malformed CSV: {_one_line(exc)}")
-
-
-def _read_csv(
-    p: Path, display: str, columns: tuple[str, ...] | None, bounds: list[_Bounds] | None
-) -> tuple[tuple[str, ...], _Table]:
-    """Parse and check a CSV file; ``columns`` None means every header column (inference)."""
-    try:
-        stat = _stat(p)
-        data = p.read_bytes()
-    except OSError as exc:
-        raise ParameterError(f"data file {display!r} cannot be read: {_one_line(exc)}") from None
-    digest = hashlib.sha256(data).digest()
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise ParameterError(f"{display}: not UTF-8 text (byte {exc.start} cannot be decoded)") from None
-    del data
-    reader = csv.reader(io.StringIO(text, newline=""), strict=True, skipinitialspace=True)
-    prev_line = 0
-    header: list[str] | None = None
-    try:
-        for row in reader:
-            if row:
-                header = [h.strip() for h in row]
-                break
-            prev_line = reader.line_num
-    except csv.Error as exc:
-        raise _csv_error(display, exc, prev_line + 1) from None
-    if header is None:
-        raise ParameterError(f"{display}: the file is empty; a CSV data file needs a header row naming its columns")
-    header_line = reader.line_num
-    prev_line = header_line
-
-    names = _choose_columns(display, header, columns, inferring=bounds is None)
-    if bounds is None:
-        bounds = [_Bounds() for _ in names]
-    index = [header.index(c) for c in names]
-    # tie-break on the file's column order: the leftmost offending cell of a row is reported
-    order = sorted(range(len(names)), key=lambda k: index[k])
-    position = {k: r for r, k in enumerate(order)}
-
-    parts: list[np.ndarray] = []
-    rows_seen = 0
-    width = len(header)
-
-    def flush(chunk: list[list[str]], lines: list[int]) -> None:
-        nonlocal rows_seen
-        block = np.empty((len(chunk), len(names)), dtype=RECORD_DTYPE)
-        bads = []
-        for k, (j, b) in enumerate(zip(index, bounds)):
-            values, bad = _check_strings([r[j] for r in chunk], b)
-            bads.append((bad, position[k]))
-            if bad is None:
-                block[:, k] = values
-        first = _first_bad(bads)
-        if first is not None:
-            i, pos, problem = first
-            col = names[order[pos]]
-            raise ParameterError(f"{display}, row {rows_seen + i + 1} (line {lines[i]}), column {col!r}: {problem}")
-        parts.append(block)
-        rows_seen += len(chunk)
-
-    chunk: list[list[str]] = []
-    lines: list[int] = []
-    blank = 0  # the first blank line after the header (allowed only at the end of the file)
-    try:
-        for row in reader:
-            if not row:
-                blank = blank or prev_line + 1
-                prev_line = reader.line_num
-                continue
-            if blank:
-                raise ParameterError(
-                    f"{display}, line {blank}: a blank line between data rows (blank lines are allowed only "
-                    f"at the end of the file)"
-                )
-            if len(row) != width:
-                raise ParameterError(
-                    f"{display}, row {rows_seen + len(chunk) + 1} (line {prev_line + 1}): has {len(row)} cell(s), "
-                    f"the header has {width}"
-                )
-            chunk.append(row)
-            lines.append(prev_line + 1)
-            prev_line = reader.line_num
-            if len(chunk) == _CHUNK_ROWS:
-                flush(chunk, lines)
-                chunk, lines = [], []
-    except csv.Error as exc:
-        raise _csv_error(display, exc, prev_line + 1) from None
-    if chunk:
-        flush(chunk, lines)
-    if rows_seen == 0:
-        raise ParameterError(f"{display}: the file has a header but no data rows")
-    matrix = np.concatenate(parts, axis=0) if len(parts) > 1 else parts[0]
-    return names, _Table(size=rows_seen, digest=digest, matrix=matrix, stat=stat)
 
 
 def _choose_columns(
@@ -472,7 +196,7 @@ def _choose_columns(
             raise ParameterError(f"{display}: column {c!r} is missing; the file has columns {shown}")
         if count > 1:
             raise ParameterError(f"{display}: column {c!r} appears {count} times in the header; its cells are ambiguous")
-    _require_unique_columns(names, display)
+    require_unique_columns(names, display)
     if inferring:
         for c in names:
             if not c.isidentifier():
@@ -483,8 +207,119 @@ def _choose_columns(
     return names
 
 
-# --------------------------------------------------------------------------------------------
-# Parquet
+def _csv_error(display: str, exc: Exception, line: int) -> ParameterError:
+    return ParameterError(f"{display}, line {line}: malformed CSV: {one_line(exc)}")
+
+
+def _csv_reader(text: str) -> Any:
+    return csv.reader(io.StringIO(text, newline=""), strict=True, skipinitialspace=True)
+
+
+def _csv_header(reader: Any, display: str) -> list[str]:
+    prev_line = 0
+    try:
+        for row in reader:
+            if row:
+                return [header_name(h) for h in row]
+            prev_line = reader.line_num
+    except csv.Error as exc:
+        raise _csv_error(display, exc, prev_line + 1) from None
+    raise ParameterError(f"{display}: the file is empty; a CSV data file needs a header row naming its columns")
+
+
+def _csv_rows_carefully(text: str, display: str, width: int, stop_row: int | None = None) -> int:
+    """Walk the data rows one by one, tracking lines: raise the first structural error (a
+    blank line between rows, a row of another width, malformed CSV) with its line; with
+    ``stop_row``, return the line of that data row (0-based) instead."""
+    reader = _csv_reader(text)
+    _csv_header(reader, display)
+    prev_line = reader.line_num
+    rows = 0
+    blank = 0  # the first blank line after the header (allowed only at the end of the file)
+    try:
+        for row in reader:
+            if not row:
+                blank = blank or prev_line + 1
+                prev_line = reader.line_num
+                continue
+            if blank:
+                raise ParameterError(
+                    f"{display}, line {blank}: a blank line between data rows (blank lines are allowed only "
+                    f"at the end of the file)"
+                )
+            if rows == stop_row:
+                return prev_line + 1
+            if len(row) != width:
+                raise ParameterError(f"{display}, row {rows + 1} (line {prev_line + 1}): has {len(row)} cell(s), the header has {width}")
+            rows += 1
+            prev_line = reader.line_num
+    except csv.Error as exc:
+        raise _csv_error(display, exc, prev_line + 1) from None
+    return -1
+
+
+class _CsvLines:
+    """The physical line of each data row of a chunk, found only when an error names one (a
+    careful walk of the file: quoted cells may span lines, blank lines may precede the header)."""
+
+    def __init__(self, text: str, display: str, width: int, first: int) -> None:
+        self.text, self.display, self.width, self.first = text, display, width, first
+
+    def __getitem__(self, i: int) -> int:
+        return _csv_rows_carefully(self.text, self.display, self.width, stop_row=self.first + i)
+
+
+def _scan_csv(
+    p: Path, display: str, columns: tuple[str, ...] | None, inferring: bool, on_chunk: _Consumer
+) -> tuple[tuple[str, ...], list[int], _Meta]:
+    """Parse a CSV file; ``on_chunk(first_row, lines, cells per chosen column)`` per chunk of
+    ``_CHUNK_ROWS`` rows. Returns the chosen names, their positions in the header, and the
+    file's meta.
+
+    Rows are read in C (``csv.reader`` through ``itertools.islice``); a chunk with anything
+    unusual (a blank row, a row of another width, malformed CSV) is walked again row by row
+    from the file's start for the exact error and line (``_csv_rows_carefully``)."""
+    try:
+        stat = _stat(p)
+        data = p.read_bytes()
+    except OSError as exc:
+        raise ParameterError(f"data file {display!r} cannot be read: {one_line(exc)}") from None
+    digest = hashlib.sha256(data).digest()
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ParameterError(f"{display}: not UTF-8 text (byte {exc.start} cannot be decoded)") from None
+    del data
+    reader = _csv_reader(text)
+    header = _csv_header(reader, display)
+    names = _choose_columns(display, header, columns, inferring=inferring)
+    index = [header.index(c) for c in names]
+    on_chunk.start(index)
+    width = len(header)
+    pick = [operator.itemgetter(j) for j in index]
+    rows_seen = 0
+    trailing_blank = False
+    while True:
+        try:
+            chunk = list(itertools.islice(reader, _CHUNK_ROWS))
+        except csv.Error:
+            _csv_rows_carefully(text, display, width)
+            raise AssertionError("unreachable: the careful walk raises the reader's error") from None  # pragma: no cover
+        if not chunk:
+            break
+        if trailing_blank:  # rows after a blank line
+            _csv_rows_carefully(text, display, width)  # raises: a blank line between data rows
+        while chunk and not chunk[-1]:  # blank lines at the end of the file are no rows
+            chunk.pop()
+            trailing_blank = True
+        if chunk and set(map(len, chunk)) != {width}:
+            _csv_rows_carefully(text, display, width)  # raises: a blank line between rows, a short row
+        if chunk:
+            on_chunk(rows_seen, _CsvLines(text, display, width, rows_seen), [list(map(g, chunk)) for g in pick])
+            rows_seen += len(chunk)
+    if rows_seen == 0:
+        raise ParameterError(f"{display}: the file has a header but no data rows")
+    return names, index, _Meta(size=rows_seen, digest=digest, stat=stat)
 
 
 def _pyarrow(display: str) -> tuple[Any, Any]:
@@ -498,101 +333,51 @@ def _pyarrow(display: str) -> tuple[Any, Any]:
     return pa, pq
 
 
-def _check_arrow(col: Any, b: _Bounds, pa: Any) -> tuple[np.ndarray, _Bad | None]:
-    """One Arrow column (Array or ChunkedArray) → (int64 values, first bad cell)."""
-    if isinstance(col, pa.ChunkedArray):
-        col = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
-    if pa.types.is_dictionary(col.type):
-        col = col.dictionary_decode()
-    limit = len(col)
-    null_bad: _Bad | None = None
-    if col.null_count:
-        limit = int(np.argmax(col.is_null().to_numpy(zero_copy_only=False)))
-        null_bad = (limit, "the cell is empty (null); every cell must hold an integer")
-    head = col.slice(0, limit)
-    t = col.type
-    if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t):
-        values, bad = _check_numeric(head.to_numpy(zero_copy_only=False), b)
-    elif pa.types.is_string(t) or pa.types.is_large_string(t) or str(t) == "string_view":
-        values, bad = _check_strings(head.to_pylist(), b)
-    elif limit:
-        return np.zeros(0, np.int64), (0, f"value {_show(col[0].as_py())} is not an integer (the column holds {t})")
-    else:
-        values, bad = np.zeros(0, np.int64), None
-    if bad is None and null_bad is not None:
-        bad = null_bad
-    return values, bad
-
-
 def _parquet_file(p: Path, display: str) -> Any:
     pa, pq = _pyarrow(display)
     try:
         return pq.ParquetFile(p)
     except (pa.ArrowException, OSError) as exc:
-        raise ParameterError(f"{display}: not a readable Parquet file: {_one_line(exc)}") from None
+        raise ParameterError(f"{display}: not a readable Parquet file: {one_line(exc)}") from None
 
 
-def _check_arrow_block(
-    display: str, table: Any, names: Sequence[str], bounds: list[_Bounds], first_row: int, pa: Any
-) -> np.ndarray:
-    """Check one table / record batch (rows first_row+1.. of the file) → int16 block."""
-    block = np.empty((table.num_rows, len(names)), dtype=RECORD_DTYPE)
-    bads = []
-    for k, (c, b) in enumerate(zip(names, bounds)):
-        values, bad = _check_arrow(table.column(c), b, pa)
-        bads.append((bad, k))
-        if bad is None:
-            block[:, k] = values
-    first = _first_bad(bads)
-    if first is not None:
-        i, k, problem = first
-        raise ParameterError(f"{display}, row {first_row + i + 1}, column {names[k]!r}: {problem}")
-    return block
+def _parquet_names(pf: Any) -> tuple[list[str], list[str]]:
+    """The file's column names as compared (``header_name``) and as stored."""
+    stored = list(pf.schema_arrow.names)
+    return [header_name(n) for n in stored], stored
 
 
-def _read_parquet(
-    p: Path, display: str, columns: tuple[str, ...] | None, bounds: list[_Bounds] | None
-) -> tuple[tuple[str, ...], _Table]:
+def _scan_parquet(
+    p: Path, display: str, columns: tuple[str, ...] | None, inferring: bool, on_chunk: _Consumer
+) -> tuple[tuple[str, ...], list[int], _Meta]:
     pa, _ = _pyarrow(display)
     try:
         stat = _stat(p)
         digest = _hash_file(p)
     except OSError as exc:
-        raise ParameterError(f"data file {display!r} cannot be read: {_one_line(exc)}") from None
+        raise ParameterError(f"data file {display!r} cannot be read: {one_line(exc)}") from None
     with _parquet_file(p, display) as pf:
-        return _scan_parquet(pf, display, columns, bounds, stat, digest, pa)
-
-
-def _scan_parquet(
-    pf: Any, display: str, columns: tuple[str, ...] | None, bounds: list[_Bounds] | None,
-    stat: tuple[int, int], digest: bytes, pa: Any,
-) -> tuple[tuple[str, ...], _Table]:
-    available = pf.schema_arrow.names
-    names = _choose_columns(display, available, columns, inferring=bounds is None)
-    keep = bounds is None  # inference needs the values; a declared schema only needs them checked
-    if bounds is None:
-        bounds = [_Bounds() for _ in names]
-    meta = pf.metadata
-    starts = [0]
-    for g in range(meta.num_row_groups):
-        starts.append(starts[-1] + meta.row_group(g).num_rows)
-    size = starts[-1]
-    if size == 0:
-        raise ParameterError(f"{display}: the file has no data rows")
-    parts: list[np.ndarray] = []
-    row = 0
-    try:
-        for batch in pf.iter_batches(batch_size=_CHUNK_ROWS, columns=list(names), use_threads=False):
-            block = _check_arrow_block(display, batch, names, bounds, row, pa)
-            if keep:
-                parts.append(block)
-            row += batch.num_rows
-    except (pa.ArrowException, OSError) as exc:
-        raise ParameterError(f"{display}: not a readable Parquet file: {_one_line(exc)}") from None
+        available, stored = _parquet_names(pf)
+        names = _choose_columns(display, available, columns, inferring=inferring)
+        index = [available.index(c) for c in names]
+        on_chunk.start(index)
+        meta = pf.metadata
+        starts = [0]
+        for g in range(meta.num_row_groups):
+            starts.append(starts[-1] + meta.row_group(g).num_rows)
+        size = starts[-1]
+        if size == 0:
+            raise ParameterError(f"{display}: the file has no data rows")
+        row = 0
+        try:
+            for batch in pf.iter_batches(batch_size=_CHUNK_ROWS, columns=[stored[j] for j in index], use_threads=False):
+                on_chunk(row, None, [batch.column(k) for k in range(len(names))])
+                row += batch.num_rows
+        except (pa.ArrowException, OSError) as exc:
+            raise ParameterError(f"{display}: not a readable Parquet file: {one_line(exc)}") from None
     if row != size:
         raise ParameterError(f"{display}: the file's metadata says {size} rows but {row} were read")
-    matrix = np.concatenate(parts, axis=0) if keep else None
-    return names, _Table(size=size, digest=digest, matrix=matrix, stat=stat, row_groups=tuple(starts))
+    return names, index, _Meta(size=size, digest=digest, stat=stat, row_groups=tuple(starts))
 
 
 def _hash_file(p: Path) -> bytes:
@@ -601,10 +386,6 @@ def _hash_file(p: Path) -> bytes:
         for block in iter(lambda: fh.read(1 << 20), b""):
             h.update(block)
     return h.digest()
-
-
-# --------------------------------------------------------------------------------------------
-# Population
 
 
 def _is_parquet(p: Path) -> bool:
@@ -619,35 +400,355 @@ def _is_parquet(p: Path) -> bool:
         return False
 
 
-def _infer(names: Sequence[str], matrix: np.ndarray) -> Schema:
-    fields = []
-    for k, name in enumerate(names):
-        col = matrix[:, k].astype(np.int64)
-        low, high = int(col.min()), int(col.max())
-        step = int(np.gcd.reduce(col - low)) if high > low else 1
-        if high == low:  # a field needs low < high
-            high, low = (low + 1, low) if low < INT16_HIGH else (high, high - 1)
-        fields.append(Field(name, 1, low, high, step))
-    return Schema(tuple(fields))
+# --------------------------------------------------------------------------------------------
+# Cells → records (an Arrow column; text cells go straight to ColumnSpec.encode_text)
 
 
-def _identity(digest: bytes, schema: Schema, columns: Sequence[str]) -> str:
-    described = json.dumps({"schema": schema.to_json(), "columns": list(columns)}, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(_IDENTITY_TAG + digest + b"\n" + described.encode()).hexdigest()
+def _arrow_column(col: Any, pa: Any) -> Any:
+    if isinstance(col, pa.ChunkedArray):
+        col = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
+    if pa.types.is_dictionary(col.type):
+        col = col.dictionary_decode()
+    if pa.types.is_decimal(col.type):  # a database's NUMERIC column: read as float64
+        col = col.cast(pa.float64())
+    return col
+
+
+def _is_text(t: Any, pa: Any) -> bool:
+    return bool(pa.types.is_string(t) or pa.types.is_large_string(t) or str(t) == "string_view")
+
+
+def _is_number(t: Any, pa: Any) -> bool:
+    return bool(pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t))
+
+
+def _arrow_texts(col: Any) -> np.ndarray:
+    """A string column's cells as an object array (None for a null), through its dictionary:
+    a category column of 10^6 rows has a handful of distinct labels to convert."""
+    enc = col.dictionary_encode()
+    labels = enc.dictionary.to_pylist()
+    table = np.array([*labels, None], dtype=object)
+    idx = enc.indices.fill_null(len(labels)).to_numpy(zero_copy_only=False)
+    return table[idx]
+
+
+def _encode_arrow(col: Any, spec: ColumnSpec, quote: bool, pa: Any) -> tuple[np.ndarray, int, tuple[int, str] | None]:
+    col = _arrow_column(col, pa)
+    t = col.type
+    null = col.is_null().to_numpy(zero_copy_only=False) if col.null_count else None
+    if _is_number(t, pa):
+        filled = col.fill_null(False if pa.types.is_boolean(t) else 0) if null is not None else col
+        codes, kept, bad = spec.encode_numbers(filled.to_numpy(zero_copy_only=False), null, quote)
+    elif _is_text(t, pa):
+        codes, kept, bad = spec.encode_text(_arrow_texts(col), None, quote)
+    elif len(col):
+        what = {"integer": "an integer", "float": "a number", "category": "a category"}[spec.type]
+        first = int(np.argmin(null)) if null is not None else 0
+        head = f"value {show_value(col[first].as_py())}" if quote else "the cell"
+        return np.zeros(0, np.int64), 0, (first, f"{head} is not {what} (the column holds {t})")
+    else:
+        return np.zeros(0, np.int64), 0, None
+    if bad is not None and null is not None and null[bad[0]] and bad[1].startswith("the cell is empty;"):
+        bad = (bad[0], "the cell is empty (null);" + bad[1][len("the cell is empty;"):])
+    return codes, kept, bad
+
+
+def _encode(cells: Any, spec: ColumnSpec, quote: bool) -> tuple[np.ndarray, int, tuple[int, str] | None]:
+    if isinstance(cells, list):
+        return spec.encode_text(cells, None, quote)
+    import pyarrow as pa  # an Arrow column: pyarrow was imported by the scan
+
+    return _encode_arrow(cells, spec, quote, pa)
+
+
+class _Encoder:
+    """Check and encode chunks of the chosen columns; the first bad cell is the error."""
+
+    def __init__(self, display: str, names: Sequence[str] | None, specs: Sequence[ColumnSpec], quote: bool, keep: bool) -> None:
+        self.display, self.specs, self.quote, self.keep = display, list(specs), quote, keep
+        self.names = list(names) if names is not None else []
+        self.order = list(range(len(self.specs)))
+        self.parts: list[np.ndarray] = []
+        self.missing = [0] * len(self.specs)
+
+    def start(self, index: Sequence[int]) -> None:
+        """Ties between columns of one row go to the leftmost in the file."""
+        self.order = list(index)
+
+    def __call__(self, first: int, lines: Any, cols: list[Any]) -> None:
+        n = len(cols[0]) if cols else 0
+        block = np.empty((n, len(self.names)), dtype=RECORD_DTYPE)
+        bads = []
+        kept = []
+        for k, (cells, spec) in enumerate(zip(cols, self.specs)):
+            codes, count, bad = _encode(cells, spec, self.quote)
+            if bad is not None:
+                bads.append((bad[0], self.order[k], k, bad[1]))
+            else:
+                block[:, k] = codes
+                kept.append(count)
+        if bads:
+            i, _, k, problem = min(bads)
+            where = f"row {first + i + 1}" + (f" (line {lines[i]})" if lines is not None else "")
+            raise ParameterError(f"{self.display}, {where}, column {self.names[k]!r}: {problem}")
+        for k, count in enumerate(kept):
+            self.missing[k] += count
+        if self.keep:
+            self.parts.append(block)
+
+    def matrix(self) -> np.ndarray:
+        return np.concatenate(self.parts, axis=0) if len(self.parts) != 1 else self.parts[0]
+
+
+# --------------------------------------------------------------------------------------------
+# Observing columns (inference and drafts): what kind of cells, their range, labels, gaps
+
+
+@dataclass
+class _Seen:
+    """What one column's cells hold so far (merged chunk by chunk)."""
+
+    missing: int = 0
+    numbers: int = 0
+    whole: bool = True  # every number an integer within int64
+    low: Any = None
+    high: Any = None
+    base: int | None = None  # the first integer seen: the gcd is of the differences to it
+    gcd: int = 0
+    labels: set[str] = field(default_factory=set)
+    texts: int = 0  # cells that are not numbers
+
+    def add_numbers(self, v: np.ndarray) -> None:
+        if v.dtype.kind == "f":
+            nan = np.isnan(v)
+            self.missing += int(nan.sum())
+            v = v[~nan]
+            if len(v) and not (np.isfinite(v).all() and (v == np.floor(v)).all() and np.abs(v).max() < 2.0**63):
+                self.whole = False
+            elif len(v):
+                v = v.astype(np.int64)
+        if not len(v):
+            return
+        self.numbers += len(v)
+        lo, hi = v.min().item(), v.max().item()
+        self.low = lo if self.low is None else min(self.low, lo)
+        self.high = hi if self.high is None else max(self.high, hi)
+        if self.whole and v.dtype.kind in "iu":
+            if self.base is None:
+                self.base = int(v[0])
+            diffs = np.abs(v.astype(np.float64) - self.base)
+            if diffs.max() < 2.0**62:
+                self.gcd = math.gcd(self.gcd, int(np.gcd.reduce(v.astype(np.int64) - self.base)))
+
+    def add_texts(self, cells: Sequence[str | None]) -> None:
+        vals = [c.strip() for c in cells if c is not None and c.strip()]
+        self.missing += len(cells) - len(vals)
+        for parse, dtype in ((int, np.int64), (float, np.float64)):
+            try:
+                self.add_numbers(np.fromiter(map(parse, vals), dtype=dtype, count=len(vals)))
+                return
+            except (ValueError, OverflowError):
+                continue
+        numbers = []
+        for c in vals:
+            try:
+                numbers.append(float(c))
+            except ValueError:
+                self.texts += 1
+                if len(self.labels) <= MAX_CODES:
+                    self.labels.add(c)
+        if numbers:
+            self.add_numbers(np.array(numbers, dtype=np.float64))
+
+    @property
+    def is_category(self) -> bool:
+        return self.texts > 0 and self.numbers == 0
+
+
+class _Observer:
+    """A scan's consumer that observes the chosen columns (``_Seen`` each)."""
+
+    def __init__(self) -> None:
+        self.seen: list[_Seen] = []
+
+    def start(self, index: Sequence[int]) -> None:
+        self.seen = [_Seen() for _ in index]
+
+    def __call__(self, first: int, lines: Sequence[int] | None, cols: list[Any]) -> None:
+        for s, cells in zip(self.seen, cols):
+            if isinstance(cells, list):
+                s.add_texts(cells)
+                continue
+            import pyarrow as pa
+
+            col = _arrow_column(cells, pa)
+            s.missing += col.null_count
+            if _is_number(col.type, pa):
+                v = col.drop_null().to_numpy(zero_copy_only=False)
+                s.add_numbers(v.astype(np.int8) if v.dtype == np.bool_ else v)
+            elif _is_text(col.type, pa):
+                s.add_texts([c for c in _arrow_texts(col).tolist() if c is not None])
+            # another type: the encoding pass names it
+
+
+def _resolve_schema(schema: SchemaLike, columns: Sequence[str] | None) -> DeclaredSchema | None:
+    if schema is None:
+        return None
+    if isinstance(schema, DeclaredSchema):
+        declared = schema
+    elif isinstance(schema, Schema):
+        declared = declared_from_schema(schema)
+    elif isinstance(schema, (str, os.PathLike)):
+        declared = read_declaration(schema)
+    else:
+        declared = parse_declaration(schema)
+    if columns is not None:
+        if len(columns) != declared.schema.width:
+            raise ParameterError(
+                f"the schema has {declared.schema.width} column(s) {list(default_columns(declared.schema))}, "
+                f"got {len(columns)} column name(s) {list(columns)}"
+            )
+        declared = DeclaredSchema(declared.schema, tuple(columns), declared.specs)
+    return declared
+
+
+def _check_path(path: Any) -> tuple[Path, str]:
+    if isinstance(path, (bytes, bytearray)) or not isinstance(path, (str, os.PathLike)):
+        raise ParameterError(f"a data file path must be a string or a path, got {path!r}")
+    p = Path(path).expanduser()
+    display = str(p)
+    if not p.exists():
+        raise ParameterError(f"data file {display!r} does not exist")
+    if not p.is_file():
+        raise ParameterError(f"data file {display!r} is not a file")
+    return p, display
+
+
+@dataclass
+class _Loaded:
+    path: Path
+    fmt: str
+    declared: DeclaredSchema
+    meta: _Meta
+    matrix: np.ndarray | None
+    missing: tuple[int, ...]
+
+
+def _scan(p: Path, display: str, fmt: str, columns: tuple[str, ...] | None, inferring: bool, on_chunk: _Consumer) -> tuple[tuple[str, ...], list[int], _Meta]:
+    scan = _scan_parquet if fmt == "parquet" else _scan_csv
+    return scan(p, display, columns, inferring, on_chunk)
+
+
+def _observe(path: PathLike, columns: Sequence[str] | None, identifiers: bool = True) -> tuple[Path, str, str, tuple[str, ...], list[_Seen], _Meta]:
+    """First pass of inference and drafts: what each chosen column holds (``identifiers``:
+    refuse a column whose name cannot be a field's)."""
+    p, display = _check_path(path)
+    cols = _columns_arg(columns)
+    fmt = "parquet" if _is_parquet(p) else "csv"
+    observer = _Observer()
+    names, _, meta = _scan(p, display, fmt, cols, identifiers, observer)
+    return p, display, fmt, names, observer.seen, meta
+
+
+def field_name(column: str, taken: Sequence[str] = ()) -> str:
+    """A field name (an identifier) for a file column: other characters become ``_``
+    (``"Körpermasse (g)"`` → ``"Körpermasse_g"``), a leading digit gets ``c_``, and a name in
+    ``taken`` gets a suffix ``_2``, ``_3`` …; the draft then lists the column in ``columns``."""
+    name = "_".join("".join(ch if (ch + "a").isidentifier() or ch.isalnum() else " " for ch in column).split()) or "column"
+    if not name.isidentifier():
+        name = "c_" + name
+    base, k = name, 2
+    while name in taken:
+        name, k = f"{base}_{k}", k + 1
+    return name
+
+
+def _columns_arg(columns: Sequence[str] | None) -> tuple[str, ...] | None:
+    if columns is None:
+        return None
+    if isinstance(columns, str) or not all(isinstance(c, str) for c in columns):
+        raise ParameterError(f"columns must be a list of column names, got {columns!r}")
+    return tuple(header_name(c) for c in columns)
+
+
+def _load(path: PathLike, schema: SchemaLike, columns: Sequence[str] | None, quote: bool) -> _Loaded:
+    p, display = _check_path(path)
+    cols = _columns_arg(columns)
+    declared = _resolve_schema(schema, cols)
+    fmt = "parquet" if _is_parquet(p) else "csv"
+    if declared is None:
+        # inference: observe (kinds, ranges, labels), then check every cell as the inferred
+        # schema's spec reads it (integers: anything int16, with the int16 message)
+        _, _, _, names, seen, _ = _observe(p, cols)
+        specs = [_inferred_spec(display, n, s) for n, s in zip(names, seen)]
+        checking = [inference_spec() if s.type == "integer" else s for s in specs]
+        columns_read: tuple[str, ...] | None = names
+    else:
+        checking = declared.column_specs()
+        columns_read = declared.columns
+    encoder = _Encoder(display, columns_read, checking, quote, keep=fmt == "csv")
+    names, _, meta = _scan(p, display, fmt, columns_read, declared is None, encoder)
+    if declared is None:
+        fields = []
+        final_specs = []
+        for name, s, spec in zip(names, seen, specs):
+            if spec.type == "integer":
+                low, high = int(s.low), int(s.high)
+                step = s.gcd if high > low else 1
+                if high == low:  # a field needs low < high
+                    high, low = (low + 1, low) if low < INT16_HIGH else (high, high - 1)
+                f = Field(name, 1, low, high, step)
+                spec = ColumnSpec.plain(f)
+            else:
+                f = spec.field()
+            fields.append(f)
+            final_specs.append(spec)
+        declared = DeclaredSchema(Schema(tuple(fields)), tuple(names), tuple(final_specs))
+    matrix = encoder.matrix() if fmt == "csv" else None
+    return _Loaded(p, fmt, declared, meta, matrix, tuple(encoder.missing))
+
+
+def _inferred_spec(display: str, name: str, s: _Seen) -> ColumnSpec:
+    """The spec inference reads a column with: a category of its sorted labels, or integers."""
+    if not s.is_category:
+        return inference_spec()
+    labels = tuple(sorted(s.labels))
+    if len(labels) > MAX_CODES:
+        raise ParameterError(f"{display}: column {name!r} has more than {MAX_CODES} distinct labels, more than a category field holds")
+    if len(labels) < 2:
+        raise ParameterError(f"{display}: column {name!r} holds one label only; declare its categories in a schema")
+    return ColumnSpec(name, "category", 0, len(labels) - 1, 1, labels)
+
+
+def _identity(digest: bytes, declared: DeclaredSchema) -> str:
+    described: dict[str, Any] = {"schema": declared.schema.to_json(), "columns": list(declared.columns)}
+    extra = declared.identity_json()
+    if extra is not None:  # a plain schema hashes exactly what it did before typed fields
+        described["declared"] = extra
+    text = json.dumps(described, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(_IDENTITY_TAG + digest + b"\n" + text.encode()).hexdigest()
+
+
+# --------------------------------------------------------------------------------------------
+# Population
 
 
 @dataclass(frozen=True)
 class DataPopulation:
     """Users' records from a local CSV or Parquet file (one user per row, ids 0..n−1 in file order).
 
-    ``identity`` is the SHA-256 (hex) of the file's bytes, the schema and the file columns read:
-    the same data under the same schema gives the same identity (the ledger key), wherever the
-    file lies. Build one with ``load_data``, which checks every value.
+    ``identity`` is the SHA-256 (hex) of the file's bytes, the schema and the file columns read
+    (and, for a schema with typed fields, their declarations): the same data under the same
+    schema gives the same identity (the ledger key), wherever the file lies. Build one with
+    ``load_data``, which checks every value.
 
     ``schema_declared`` is False when ``load_data`` inferred the schema from the values: such a
     population may be used in this process, but its schema is a summary of the data (min, max,
-    gcd), so it is never described to an aggregator (``require_declared_schema``; invariant I3
-    of docs/design.md §2a). A population built by hand declares the schema it is given.
+    gcd, labels), so it is never described to an aggregator (``require_declared_schema``;
+    invariant I3 of docs/design.md §2a). A population built by hand declares the schema it is
+    given. ``specs`` holds each field's declaration (``ColumnSpec``; empty: every field a plain
+    integer field of ``schema``); ``served`` is True for a file a client hosts (no error about it
+    names a cell's value).
     """
 
     path: Path
@@ -657,9 +758,57 @@ class DataPopulation:
     columns: tuple[str, ...]  # the file column behind each schema column
     format: str  # "csv" or "parquet"
     schema_declared: bool = True
+    specs: tuple[ColumnSpec, ...] = ()
+    served: bool = False
     _matrix: np.ndarray | None = field(default=None, repr=False, compare=False)
     _stat: tuple[int, int] | None = field(default=None, repr=False, compare=False)
     _row_groups: tuple[int, ...] = field(default=(), repr=False, compare=False)
+    _missing: tuple[int, ...] = field(default=(), repr=False, compare=False)
+
+    @property
+    def declaration(self) -> DeclaredSchema:
+        """The declared schema: the public ``schema``, the file columns and each field's spec."""
+        if not self.specs:
+            return declared_from_schema(self.schema, self.columns)
+        return DeclaredSchema(self.schema, self.columns, self.specs)
+
+    def spec(self, field_name: str) -> ColumnSpec:
+        """How field ``field_name``'s cells became record values (``ColumnSpec``)."""
+        return self.declaration.spec(field_name)
+
+    def labels(self, field_name: str) -> tuple[str, ...] | None:
+        """The label of each record value 0..k of a category field, in record order (the last
+        is ``"(missing)"`` when the field keeps missing values); None for a numeric field.
+
+        The labels are declared in the schema file, so they are public; they are not sent in
+        the public description (the aggregator reads the schema's integer ranges).
+
+        >>> import ldp, pathlib, tempfile
+        >>> folder = tempfile.TemporaryDirectory()
+        >>> path = pathlib.Path(folder.name) / "birds.csv"
+        >>> _ = path.write_text("species\\nGentoo\\nAdelie\\n\\n")
+        >>> data = ldp.load_data(path, {"fields": [{"name": "species", "type": "category",
+        ...     "categories": ["Adelie", "Gentoo"], "missing": "category"}]})
+        >>> data.labels("species"), data.records(0, 2).ravel().tolist()
+        (('Adelie', 'Gentoo', '(missing)'), [1, 0])
+        >>> folder.cleanup()
+        """
+        return self.spec(field_name).labels
+
+    def values(self, field_name: str) -> np.ndarray:
+        """What each record value of field ``field_name`` stands for, in record order
+        (``ColumnSpec.values``: integers, the float grid with NaN for the missing slot, or labels)."""
+        return self.spec(field_name).values()
+
+    def missing_counts(self) -> dict[str, int]:
+        """The number of missing cells kept per file column (fields that declare ``"missing":
+        "category"`` or ``"drop"``), counted when the file was loaded.
+
+        For the data owner only: these counts are computed from the data and are never part of
+        the public description (invariant I3); the number of users is the number of rows
+        whatever is missing."""
+        counts = self._missing or (0,) * len(self.columns)
+        return {c: int(n) for c, n in zip(self.columns, counts)}
 
     def require_declared_schema(self) -> None:
         """Raise ``ParameterError`` (``undeclared_schema_message``) unless the schema was declared.
@@ -700,10 +849,10 @@ class DataPopulation:
 
     def _reload(self) -> None:
         """A DataPopulation built by hand (or unpickled): load its file and check the identity."""
-        again = load_data(self.path, self.schema, columns=self.columns)
+        again = load_data(self.path, self.declaration, served=self.served)
         if again.identity != self.identity:
             raise self._changed()
-        for name in ("_matrix", "_stat", "_row_groups"):
+        for name in ("_matrix", "_stat", "_row_groups", "_missing"):
             object.__setattr__(self, name, getattr(again, name))
 
     def _read_rows(self, first: int, count: int) -> np.ndarray:
@@ -715,98 +864,60 @@ class DataPopulation:
             if _stat(self.path) != self._stat:
                 raise self._changed()
         except OSError as exc:
-            raise ParameterError(f"data file {display!r} cannot be read: {_one_line(exc)}") from None
+            raise ParameterError(f"data file {display!r} cannot be read: {one_line(exc)}") from None
         starts = self._row_groups
         end = first + count
         groups = [g for g in range(len(starts) - 1) if starts[g] < end and starts[g + 1] > first]
         try:
             with _parquet_file(self.path, display) as pf:
-                table = pf.read_row_groups(groups, columns=list(self.columns), use_threads=False)
-        except (pa.ArrowException, OSError) as exc:
-            raise ParameterError(f"{display}: not a readable Parquet file: {_one_line(exc)}") from None
-        offset = first - starts[groups[0]]
-        table = table.slice(offset, count)
-        return _check_arrow_block(display, table, self.columns, _bounds_for(self.schema), first, pa)
+                available, stored = _parquet_names(pf)
+                index = [available.index(c) for c in self.columns]
+                table = pf.read_row_groups(groups, columns=[stored[j] for j in index], use_threads=False)
+        except (pa.ArrowException, OSError, ValueError) as exc:
+            raise ParameterError(f"{display}: not a readable Parquet file: {one_line(exc)}") from None
+        table = table.slice(first - starts[groups[0]], count)
+        encoder = _Encoder(display, self.columns, self.declaration.column_specs(), not self.served, keep=True)
+        encoder.start(index)
+        encoder(first, None, [table.column(k) for k in range(len(self.columns))])
+        return encoder.matrix()
 
 
-def _resolve_schema(schema: SchemaLike) -> tuple[Schema | None, tuple[str, ...] | None]:
-    if schema is None or isinstance(schema, Schema):
-        return schema, None
-    if isinstance(schema, (str, os.PathLike)):
-        return read_schema_file(schema)
-    return parse_schema_json(schema)
-
-
-def _load(path: PathLike, schema: SchemaLike, columns: Sequence[str] | None) -> tuple[Path, str, Schema, tuple[str, ...], _Table, str]:
-    if isinstance(path, (bytes, bytearray)) or not isinstance(path, (str, os.PathLike)):
-        raise ParameterError(f"a data file path must be a string or a path, got {path!r}")
-    p = Path(path).expanduser()
-    display = str(p)
-    if not p.exists():
-        raise ParameterError(f"data file {display!r} does not exist")
-    if not p.is_file():
-        raise ParameterError(f"data file {display!r} is not a file")
-    declared, schema_columns = _resolve_schema(schema)
-    if columns is not None:
-        if isinstance(columns, str) or not all(isinstance(c, str) for c in columns):
-            raise ParameterError(f"columns must be a list of column names, got {columns!r}")
-        columns = tuple(columns)
-    else:
-        columns = schema_columns
-    if declared is not None:
-        if columns is None:
-            columns = default_columns(declared)
-        if len(columns) != declared.width:
-            raise ParameterError(
-                f"the schema has {declared.width} column(s) {list(default_columns(declared))}, "
-                f"got {len(columns)} column name(s) {list(columns)}"
-            )
-        bounds: list[_Bounds] | None = _bounds_for(declared)
-    else:
-        bounds = None
-    fmt = "parquet" if _is_parquet(p) else "csv"
-    reader = _read_parquet if fmt == "parquet" else _read_csv
-    names, table = reader(p, display, columns, bounds)
-    if declared is not None:
-        final = declared
-    else:
-        assert table.matrix is not None  # a reader without a declared schema keeps the raw matrix
-        final = _infer(names, table.matrix)
-    return p, display, final, names, table, fmt
-
-
-def load_data(path: PathLike, schema: SchemaLike = None, *, columns: Sequence[str] | None = None) -> DataPopulation:
+def load_data(
+    path: PathLike, schema: SchemaLike = None, *, columns: Sequence[str] | None = None, served: bool = False
+) -> DataPopulation:
     """Load and check users' records from a CSV or Parquet file.
 
     One user per data row, user ids 0..n−1 in file order; the records stay on the client and
     only ``DataPopulation.public_description()`` (the schema and the number of users) is shown
-    to the aggregator. The file formats, the schema-file format and the inference rules are in
-    the module docstring (``ldp.core.datafile``): CSV is UTF-8 with a header row; Parquet
-    (``*.parquet``, ``*.pq`` or a file starting with ``PAR1``) needs pyarrow, the ``parquet``
-    extra. Every value is checked; the first bad one is a ``ParameterError`` naming the file,
-    row, column, value and what is allowed. The result's ``identity`` (the ledger key) is the
-    SHA-256 of the file's bytes, the schema and the columns read.
+    to the aggregator. The file formats and the inference rules are in the module docstring
+    (``ldp.core.datafile``), the schema file's in ``ldp.core.datafile_schema``: CSV is UTF-8
+    with a header row; Parquet (``*.parquet``, ``*.pq`` or a file starting with ``PAR1``) needs
+    pyarrow, the ``parquet`` extra. Every value is checked; the first bad one is a
+    ``ParameterError`` naming the file, row, column and what is allowed (and the value, unless
+    ``served``). The result's ``identity`` (the ledger key) is the SHA-256 of the file's bytes,
+    the schema and the columns read.
 
     Parameters
     ----------
     path : str or os.PathLike
         The data file.
-    schema : Schema, str, os.PathLike, mapping, sequence of mappings or None, default None
-        A ``Schema``, a path to a JSON schema file, or its parsed JSON; None infers one
-        (``infer_schema``: each column a field of length 1 with low = min, high = max,
-        step = the gcd of the differences) for use in this process only: the result's
-        ``schema_declared`` is False and no aggregator is ever told it
+    schema : DeclaredSchema, Schema, str, os.PathLike, mapping, sequence of mappings or None
+        A path to a JSON schema file, its parsed JSON, a ``Schema`` (plain integer fields) or a
+        ``DeclaredSchema``; None (the default) infers one for use in this process only: the
+        result's ``schema_declared`` is False and no aggregator is ever told it
         (``DataPopulation.require_declared_schema``).
     columns : sequence of str, optional
         The file columns to read, one per schema column in order (default: the schema's
         ``columns`` or ``default_columns``); without a schema, the columns to infer fields from
         (default: all).
+    served : bool, default False
+        True for a file a client process hosts (``ClientConfig``): no error names a cell's value.
 
     Returns
     -------
     DataPopulation
-        The checked records, with ``schema``, ``size``, ``identity``, ``schema_declared`` and
-        ``records(first, count)``.
+        The checked records, with ``schema``, ``size``, ``identity``, ``schema_declared``,
+        ``records(first, count)``, ``labels(field)``, ``values(field)`` and ``missing_counts()``.
 
     Raises
     ------
@@ -832,33 +943,39 @@ def load_data(path: PathLike, schema: SchemaLike = None, *, columns: Sequence[st
     ldp.core.errors.ParameterError: .../users.csv, row 2 (line 3), column 'y': value 0 is not allowed by field 'y' (low=-1, high=1, step=2: one of -1, 1)
     >>> folder.cleanup()
     """
-    p, _, final, names, table, fmt = _load(path, schema, columns)
-    identity = _identity(table.digest, final, names)
-    matrix = table.matrix if fmt == "csv" else None  # Parquet: records() reads row groups on demand
+    if not isinstance(served, bool):
+        raise ParameterError(f"served must be True or False, got {served!r}")
+    loaded = _load(path, schema, columns, quote=not served)
+    declared = loaded.declared
+    matrix = loaded.matrix  # Parquet: None, records() reads row groups on demand
     if matrix is not None:
         matrix.setflags(write=False)
     return DataPopulation(
-        path=p.resolve(),
-        schema=final,
-        size=table.size,
-        identity=identity,
-        columns=names,
-        format=fmt,
+        path=loaded.path.resolve(),
+        schema=declared.schema,
+        size=loaded.meta.size,
+        identity=_identity(loaded.meta.digest, declared),
+        columns=declared.columns,
+        format=loaded.fmt,
         schema_declared=schema is not None,
+        specs=() if declared.plain else declared.specs,
+        served=served,
         _matrix=matrix,
-        _stat=table.stat,
-        _row_groups=table.row_groups,
+        _stat=loaded.meta.stat,
+        _row_groups=loaded.meta.row_groups,
+        _missing=loaded.missing,
     )
 
 
 def infer_schema(path: PathLike, columns: Sequence[str] | None = None) -> Schema:
-    """A schema for the integer columns ``columns`` (default: all) of a CSV or Parquet file.
+    """A schema for the columns ``columns`` (default: all) of a CSV or Parquet file.
 
-    Each column becomes a field of length 1 named like it: low = min, high = max, step = gcd of
-    the differences. It summarizes the values, so it is for this process only; a schema to
-    declare (and serve) is written by ``draft_schema`` and widened by the user.
+    Each column becomes a field of length 1 named like it: integers get low = min, high = max,
+    step = gcd of the differences; text columns a category of their sorted labels. It summarizes
+    the values, so it is for this process only; a schema to declare (and serve) is written by
+    ``draft_schema`` and reviewed by the user.
     """
-    return _load(path, None, columns)[2]
+    return _load(path, None, columns, quote=True).declared.schema
 
 
 def undeclared_schema_message(path: PathLike) -> str:
@@ -872,24 +989,34 @@ def undeclared_schema_message(path: PathLike) -> str:
     )
 
 
+# --------------------------------------------------------------------------------------------
+# Drafts (`ldp-sim schema infer`)
+
+
 @dataclass(frozen=True)
 class ColumnRange:
-    """What a column of the file holds: its min, max and the gcd of the differences (0: constant).
+    """What a column of the file holds: for integers its min, max and the gcd of the differences
+    (0: constant); for other numbers (``kind`` "float") its min and max (step 0); for text
+    (``kind`` "category") the labels found; and the number of missing cells.
 
     Computed from the values: shown to the user who reviews a draft, never sent anywhere."""
 
     column: str
-    low: int
-    high: int
+    low: Any
+    high: Any
     step: int
+    kind: str = "integer"
+    missing: int = 0
+    categories: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
 class SchemaDraft:
     """A schema for the user to review, widen and then declare (``draft_schema``).
 
-    ``schema`` is the draft (one field per column, ranges widened by ``draft_range``, step 1);
-    ``observed`` what each column holds (for the review, on the user's machine only).
+    ``schema`` is the draft's public schema, ``specs`` each field's declaration (ranges widened
+    by ``draft_range`` / ``draft_grid``, labels as found), ``observed`` what each column holds
+    (for the review, on the user's machine only).
     """
 
     path: Path
@@ -897,15 +1024,23 @@ class SchemaDraft:
     schema: Schema
     columns: tuple[str, ...]
     observed: tuple[ColumnRange, ...]
+    specs: tuple[ColumnSpec, ...] = ()
+
+    @property
+    def declaration(self) -> DeclaredSchema:
+        """The draft as a ``DeclaredSchema``."""
+        if not self.specs:
+            return declared_from_schema(self.schema, self.columns)
+        return DeclaredSchema(self.schema, self.columns, self.specs)
 
     def to_json(self) -> dict[str, Any]:
-        """The schema-file format (``schema_to_json``)."""
-        return schema_to_json(self.schema, self.columns)
+        """The schema-file format (``DeclaredSchema.to_json``)."""
+        return self.declaration.to_json()
 
     def text(self) -> str:
         """The schema file, one field per line (easy to review and edit), ending in a newline."""
         fields = self.to_json()["fields"]
-        return f'{{"format": {SCHEMA_FORMAT}, "fields": [\n' + ",\n".join("  " + json.dumps(f) for f in fields) + "\n]}\n"
+        return f'{{"format": {SCHEMA_FORMAT}, "fields": [\n' + ",\n".join("  " + json.dumps(f, ensure_ascii=False) for f in fields) + "\n]}\n"
 
 
 def draft_range(low: int, high: int) -> tuple[int, int]:
@@ -922,14 +1057,72 @@ def draft_range(low: int, high: int) -> tuple[int, int]:
     return (0 if low >= 0 else max(-(2**k - 1), INT16_LOW)), min(2**k - 1, INT16_HIGH)
 
 
+def draft_grid(low: float, high: float, integral: bool = False) -> tuple[float, float, float]:
+    """The float grid a draft declares for numbers in low..high: 0..2^k, or −2^k..2^k when
+    low < 0, for the smallest integer k with 2^k ≥ max(|low|, |high|) (k ≥ 0 when ``integral``),
+    at the decimal resolution 10^m that puts 1,001 to 10,001 points on 0..2^k (at least 1
+    when ``integral``); when 10^m > 1, 2^k is rounded up to a multiple of it.
+
+    Like ``draft_range``, it tells the values' magnitude only, never their extremes.
+
+    >>> draft_grid(0.12, 97.5), draft_grid(-3.0, 0.4), draft_grid(40000, 2_000_000, integral=True)
+    ((0.0, 128.0, 0.1), (-4.0, 4.0, 0.001), (0.0, 2098000.0, 1000.0))
+    """
+    magnitude = max(abs(float(low)), abs(float(high)))
+    k = math.ceil(math.log2(magnitude)) if magnitude > 0 else 0
+    if integral:
+        k = max(k, 0)
+    while 2.0**k < magnitude:  # guard log2's rounding
+        k += 1
+    top = 2.0**k
+    resolution = float(f"{10.0 ** (math.floor(math.log10(top)) - 3):.0e}")
+    if integral:
+        resolution = max(resolution, 1.0)
+    if resolution > 1:  # 2^k is then no multiple of 10^m: round the range up to one
+        top = math.ceil(top / resolution) * resolution
+    return (0.0 if low >= 0 else -top), top, resolution
+
+
+def _draft_spec(display: str, column: str, name: str, s: _Seen) -> ColumnSpec:
+    """The declaration a draft writes for a column (see the module docstring)."""
+    missing = "category" if s.missing else "refuse"
+    slot = 1 if s.missing else 0
+    if s.is_category:
+        labels = tuple(sorted(s.labels))
+        if len(labels) + slot > MAX_CODES - 1 or len(s.labels) > MAX_CODES:
+            raise ParameterError(
+                f"{display}: column {column!r} has more than {MAX_CODES - 2} distinct labels: more than a category field "
+                "holds; leave it out (--columns) or declare it by hand"
+            )
+        if len(labels) == 1:
+            missing = "category"  # a field needs two values: the label and the missing slot
+        return ColumnSpec(name, "category", 0, len(labels) - 1, 1, labels, missing=missing)
+    if s.numbers == 0:
+        raise ParameterError(f"{display}: column {column!r} has no value in any row; leave it out (--columns) or declare it by hand")
+    if s.whole:
+        low, high = int(s.low), int(s.high)
+        if INT16_LOW <= low and high <= INT16_HIGH:
+            a, b = draft_range(low, high)
+            if not slot or b - a + 1 + slot <= MAX_CODES:
+                return ColumnSpec(name, "integer", a, b, 1, missing=missing)
+        grid = draft_grid(low, high, integral=True)
+        return ColumnSpec(name, "float", int(grid[0]), int(grid[1]), int(grid[2]), missing=missing)
+    low_f, high_f, res = draft_grid(float(s.low), float(s.high))
+    return ColumnSpec(name, "float", low_f, high_f, res, missing=missing)
+
+
 def draft_schema(path: PathLike, columns: Sequence[str] | None = None) -> SchemaDraft:
-    """A draft schema for the integer columns ``columns`` (default: all) of a CSV or Parquet file.
+    """A draft schema for the columns ``columns`` (default: all) of a CSV or Parquet file.
 
     What ``ldp-sim schema infer FILE`` writes, on the user's machine: each column a field of
-    length 1 named like it, its range widened (``draft_range``) and step 1, so that the draft
-    does not carry the data's min, max or gcd. The user reviews it against ``observed``, widens
-    each range to the column's public range, and declares it (``--schema``). Every value is
-    checked as ``load_data`` checks it (a bad cell is a ``ParameterError`` naming it).
+    length 1 named like it (a column whose name is not an identifier must be left out, or
+    declared by hand with ``columns``). Integer columns get a range widened by ``draft_range``
+    and step 1; other numbers (and integers too wide for int16) a float grid
+    (``draft_grid``); text a category field listing the labels found (data values: the user
+    reviews them); a column with missing values ``"missing": "category"``. The draft does not
+    carry the data's min, max or gcd. The user reviews it against ``observed``, widens each range
+    to the column's public range, and declares it (``--schema``). Every value is checked as
+    ``load_data`` checks it under the draft (a bad cell is a ``ParameterError`` naming it).
 
     Examples
     --------
@@ -941,16 +1134,24 @@ def draft_schema(path: PathLike, columns: Sequence[str] | None = None) -> Schema
     >>> [(f.name, f.low, f.high, f.step) for f in draft.schema]
     [('age', 0, 63, 1), ('flag', 0, 1, 1), ('income', 0, 63, 1)]
     >>> draft.observed[0]
-    ColumnRange(column='age', low=37, high=37, step=0)
+    ColumnRange(column='age', low=37, high=37, step=0, kind='integer', missing=0, categories=())
     >>> folder.cleanup()
     """
-    p, _, _, names, table, _ = _load(path, None, columns)
-    assert table.matrix is not None  # inference keeps the values (CSV and Parquet alike)
-    fields: list[Field] = []
-    observed: list[ColumnRange] = []
-    for k, name in enumerate(names):
-        col = table.matrix[:, k].astype(np.int64)
-        low, high = int(col.min()), int(col.max())
-        observed.append(ColumnRange(name, low, high, int(np.gcd.reduce(col - low))))
-        fields.append(Field(name, 1, *draft_range(low, high)))
-    return SchemaDraft(p, table.size, Schema(tuple(fields)), tuple(names), tuple(observed))
+    p, display, _, names, seen, meta = _observe(path, columns, identifiers=False)
+    field_names: list[str] = []
+    for n in names:
+        field_names.append(n if n.isidentifier() and n not in field_names else field_name(n, field_names))
+    specs = tuple(_draft_spec(display, n, f, s) for n, f, s in zip(names, field_names, seen))
+    fields = tuple(s.field() for s in specs)
+    declared = DeclaredSchema(Schema(fields), tuple(names), specs)
+    _load(p, declared, None, quote=True)  # every cell checked as the draft reads it
+    observed = []
+    for n, s in zip(names, seen):
+        if s.is_category:
+            observed.append(ColumnRange(n, 0, len(s.labels) - 1, 1, "category", s.missing, tuple(sorted(s.labels))))
+        elif s.whole:
+            observed.append(ColumnRange(n, int(s.low), int(s.high), s.gcd, "integer", s.missing))
+        else:
+            observed.append(ColumnRange(n, float(s.low), float(s.high), 0, "float", s.missing))
+    plain = declared.plain
+    return SchemaDraft(p, meta.size, declared.schema, tuple(names), tuple(observed), () if plain else specs)

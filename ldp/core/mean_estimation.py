@@ -541,7 +541,7 @@ class HybridRandomizer(Randomizer):
 
 
 def unit_interval_query(field: str, low: float, high: float, index: int = 0) -> QuerySpec:
-    """g(z) = (2·z[field][index] − low − high)/(high − low) ∈ [−1, 1]: a field with values in
+    """g(z) = (2·``z[field][index]`` − low − high)/(high − low) ∈ [−1, 1]: a field with values in
     [low, high] as the input of a mean-estimation randomizer (an ``affine`` query, bound 1).
 
     Examples

@@ -274,7 +274,7 @@ def _str_param(spec: QuerySpec, key: str, default: str | None = None) -> str:
 
 @register_query
 class FieldQuery(Query):
-    """g(z) = z[field][index]: one column, e.g. bit j of x. Params: field, index (default 0)."""
+    """g(z) = ``z[field][index]``: one column, e.g. bit j of x. Params: field, index (default 0)."""
 
     name = "field"
 
@@ -334,7 +334,7 @@ def _literals(spec: QuerySpec, schema: Schema) -> list[tuple[int, int, bool]]:
 @register_query
 class ConjunctionQuery(Query):
     """g(z) = 1 if every literal holds else 0. A literal (field, index, value, equal) tests
-    z[field][index] == value (or != value when equal is false)."""
+    ``z[field][index] == value`` (or ``!=`` when equal is false)."""
 
     name = "conjunction"
 

@@ -51,7 +51,7 @@ def _spec(what: str, value: Any) -> QuerySpec:
 
 
 def field_query(name: str, index: int = 0) -> QuerySpec:
-    """g(z) = z[field][index]: one column of a field, e.g. bit j of x (kind ``"field"``).
+    """g(z) = ``z[field][index]``: one column of a field, e.g. bit j of x (kind ``"field"``).
 
     Its bound b is max(|low|, |high|) of the field and its values are the field's values.
 
@@ -130,7 +130,7 @@ def label_query(name: str = "y") -> QuerySpec:
 def conjunction(*literals: tuple[str, int, int] | tuple[str, int, int, bool]) -> QuerySpec:
     """g(z) = 1 if every literal holds else 0 (kind ``"conjunction"``, values {0, 1}, bound 1).
 
-    A literal (field, index, value, equal) tests z[field][index] == value (or != value when
+    A literal (field, index, value, equal) tests ``z[field][index] == value`` (or ``!=`` when
     equal is false). The users' side also refuses a value the field cannot take.
 
     A builder checks what needs no schema (types, identifier names, integer indices ≥ 0) and

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from ldp.core.errors import ParameterError
 from ldp.core.population import PopulationSpec
 from ldp.local.oracle import LROracle
 
@@ -77,6 +78,17 @@ class ExperimentResult:
         """Title, notes, the table as records (column → cell) and the files, JSON-ready."""
         records = [{str(c): v if isinstance(v, (int, float, str, bool)) or v is None else str(v) for c, v in zip(self.columns, row)} for row in self.rows]
         return {"title": self.title, "notes": self.notes, "columns": list(self.columns), "rows": records, "files": [str(f) for f in self.files]}
+
+    @classmethod
+    def from_json(cls, data: Any) -> ExperimentResult:
+        """The result ``to_json`` wrote (e.g. by a lab run in a child process), rows back as tuples
+        in column order. Raises ``ParameterError`` for anything else."""
+        try:
+            columns = tuple(str(c) for c in data["columns"])
+            rows = tuple(tuple(record[c] for c in columns) for record in data["rows"])
+            return cls(str(data["title"]), columns, rows, tuple(Path(f) for f in data["files"]), str(data.get("notes", "")))
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise ParameterError(f"not an experiment result (title, columns, rows, files, notes): {type(exc).__name__}: {exc}") from None
 
 
 @runtime_checkable

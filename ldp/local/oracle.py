@@ -24,7 +24,7 @@ from ldp.core.errors import ParameterError, require_integer
 from ldp.core.population import PopulationDescription, PopulationSpec
 from ldp.core.randomizers import RandomizerSpec
 from ldp.local.ledger_store import LedgerStore
-from ldp.local.messages import Assignment, RoundReply, RoundRequest, SessionKind, Status, Users, refusals
+from ldp.local.messages import Assignment, Result, RoundReply, RoundRequest, SessionKind, Status, Users, refusals
 from ldp.local.shard import Shard
 
 __all__ = ["Reports", "ShardRange", "Transcript", "LROracle", "InProcessLROracle", "split_round", "assemble_round"]
@@ -226,81 +226,108 @@ def assemble_round(
     results_of = {key: {r.request_id: r for r in reply.results} for key, reply in replies.items() if reply is not None}
     out = []
     for a in request.assignments:
-        n = len(a.users)
-        ranged = a.users.ids is None
-        ids = a.users.ids
-        sorter = None if ids is None else np.argsort(ids, kind="stable")
-        status = np.full(n, Status.MISSING, dtype=np.uint8)
-        asked_mask = None if ranged else np.zeros(n, dtype=bool)
-        asked_spans: list[tuple[int, int]] = []  # for a range: the [lo, hi) user ids sent to some shard
-        pieces: list[tuple[int, np.ndarray, np.ndarray]] = []  # (first position, positions or None, values)
-        errors: list[str] = []
+        assembly = _Assembly(a)
         for key in sent:
             mine = asked_of[key].get(a.request_id)
-            if mine is None:
-                continue
-            count = len(mine.users)
-            if ranged:
-                lo = mine.users.start - a.users.start
-                where: slice | np.ndarray = slice(lo, lo + count)
-                asked_spans.append((mine.users.start, mine.users.stop))
-            else:  # positions of this shard's ids within the request, vectorized
-                assert ids is not None and sorter is not None and asked_mask is not None
-                where = sorter[np.searchsorted(ids, mine.users.array(), sorter=sorter)]
-                asked_mask[where] = True
-            reply = replies.get(key)
-            if reply is None:  # stays MISSING
-                if key in gone:
-                    d = gone[key]
-                    errors.append(
-                        f"shard {key} (users {d.first_user}..{d.first_user + d.count - 1}) disconnected before answering "
-                        f"request {a.request_id}: its {count} user(s) are MISSING"
-                    )
-                else:
-                    errors.append(f"shard {key} did not answer request {a.request_id} within the {request.deadline_s:g} s deadline: its {count} user(s) are MISSING")
-                continue
-            if reply.error:
-                status[where] = Status.ERROR
-                errors.append(reply.error)
-                continue
-            result = results_of[key].get(a.request_id)
-            if result is None or result.error:
-                status[where] = Status.ERROR
-                errors.append(result.error if result is not None else f"shard {key} did not answer request {a.request_id}")
-                continue
-            refused = np.asarray(result.refused, dtype=bool)
-            values = np.asarray(result.values)
-            problem = ""
-            if refused.shape != (count,) or values.ndim not in (1, 2) or len(values) != count - refusals(refused):
-                problem = f"shard {key} answered request {a.request_id} with {refused.size} refusal flag(s) and {len(values)} report(s) for its {count} user(s)"
-            elif pieces and (values.dtype != pieces[0][2].dtype or values.shape[1:] != pieces[0][2].shape[1:]):
-                problem = f"shard {key} sent reports of dtype {values.dtype.str} and shape {values.shape[1:]} for request {a.request_id}, unlike the other shards'"
-            if problem:
-                status[where] = Status.ERROR
-                errors.append(problem)
-                continue
-            # ANSWERED = 0 and REFUSED = 1: the refusal flags are the status, written in place.
-            if isinstance(where, slice):
-                status[where] = refused.view(np.uint8)
-                pieces.append((where.start, np.empty(0, dtype=np.int64), values))
-            else:
-                status[where] = refused.view(np.uint8)
-                pieces.append((0, where[~refused], values))
-        for d in gone.values():  # users only a departed shard held: never sent, MISSING
-            if ranged:
-                lo, hi = max(a.users.start, d.first_user), min(a.users.stop, d.first_user + d.count)
-                lost = max(0, hi - lo) - _overlap(lo, hi, asked_spans)
-            else:
-                assert ids is not None and asked_mask is not None
-                lost = int(np.count_nonzero((ids >= d.first_user) & (ids < d.first_user + d.count) & ~asked_mask))
-            if lost:
-                errors.append(
-                    f"shard {d.key} (users {d.first_user}..{d.first_user + d.count - 1}) disconnected earlier: "
-                    f"{lost} user(s) of request {a.request_id} are MISSING"
-                )
-        values = _merge_values(pieces, ranged)
-        out.append(Reports(a.request_id, a.randomizer, a.users, status, values, tuple(dict.fromkeys(errors))))
+            if mine is not None:
+                reply = replies.get(key)
+                result = None if reply is None else results_of[key].get(a.request_id)
+                assembly.take(key, mine.users, reply, result, gone.get(key), request.deadline_s)
+        for d in gone.values():
+            assembly.departed(d)
+        out.append(assembly.reports())
     return out
+
+
+class _Assembly:
+    """One assignment's ``Reports`` as assembled from its shards' parts (``assemble_round``):
+    the users' status (MISSING until a shard's part says otherwise), the reports received
+    (first position, positions or an empty array for a range, values) and the errors to name."""
+
+    def __init__(self, a: Assignment) -> None:
+        self.a = a
+        n = len(a.users)
+        self.ranged = a.users.ids is None
+        self.ids = a.users.ids
+        self.sorter = None if self.ids is None else np.argsort(self.ids, kind="stable")
+        self.status = np.full(n, Status.MISSING, dtype=np.uint8)
+        self.asked_mask = None if self.ranged else np.zeros(n, dtype=bool)
+        self.asked_spans: list[tuple[int, int]] = []  # for a range: the [lo, hi) user ids sent to some shard
+        self.pieces: list[tuple[int, np.ndarray, np.ndarray]] = []  # (first position, positions or None, values)
+        self.errors: list[str] = []
+
+    def _place(self, users: Users) -> slice | np.ndarray:
+        """Where a shard's users sit in the request (a slice for a range), noting them as asked."""
+        if self.ranged:
+            lo = users.start - self.a.users.start
+            self.asked_spans.append((users.start, users.stop))
+            return slice(lo, lo + len(users))
+        # positions of this shard's ids within the request, vectorized
+        assert self.ids is not None and self.sorter is not None and self.asked_mask is not None
+        where = self.sorter[np.searchsorted(self.ids, users.array(), sorter=self.sorter)]
+        self.asked_mask[where] = True
+        return where
+
+    def take(self, key: str, users: Users, reply: RoundReply | None, result: Result | None, departed: ShardRange | None, deadline_s: float) -> None:
+        """Shard ``key``'s part for ``users``: its reports and refusals, or why its users are MISSING or ERROR."""
+        where = self._place(users)
+        rid, count = self.a.request_id, len(users)
+        if reply is None:  # stays MISSING
+            if departed is not None:
+                d = departed
+                self.errors.append(
+                    f"shard {key} (users {d.first_user}..{d.first_user + d.count - 1}) disconnected before answering "
+                    f"request {rid}: its {count} user(s) are MISSING"
+                )
+            else:
+                self.errors.append(f"shard {key} did not answer request {rid} within the {deadline_s:g} s deadline: its {count} user(s) are MISSING")
+            return
+        if reply.error or result is None or result.error:
+            self.status[where] = Status.ERROR
+            self.errors.append(reply.error or (result.error if result is not None else f"shard {key} did not answer request {rid}"))
+            return
+        refused = np.asarray(result.refused, dtype=bool)
+        values = np.asarray(result.values)
+        problem = self._problem(key, refused, values, count)
+        if problem:
+            self.status[where] = Status.ERROR
+            self.errors.append(problem)
+            return
+        # ANSWERED = 0 and REFUSED = 1: the refusal flags are the status, written in place.
+        self.status[where] = refused.view(np.uint8)
+        if isinstance(where, slice):
+            self.pieces.append((where.start, np.empty(0, dtype=np.int64), values))
+        else:
+            self.pieces.append((0, where[~refused], values))
+
+    def _problem(self, key: str, refused: np.ndarray, values: np.ndarray, count: int) -> str:
+        """What does not fit in a shard's result: its flags and reports for ``count`` users, or
+        reports unlike the other shards' ('' if nothing)."""
+        rid = self.a.request_id
+        if refused.shape != (count,) or values.ndim not in (1, 2) or len(values) != count - refusals(refused):
+            return f"shard {key} answered request {rid} with {refused.size} refusal flag(s) and {len(values)} report(s) for its {count} user(s)"
+        first = self.pieces[0][2] if self.pieces else None
+        if first is not None and (values.dtype != first.dtype or values.shape[1:] != first.shape[1:]):
+            return f"shard {key} sent reports of dtype {values.dtype.str} and shape {values.shape[1:]} for request {rid}, unlike the other shards'"
+        return ""
+
+    def departed(self, d: ShardRange) -> None:
+        """Users only the departed shard ``d`` held: never sent, MISSING."""
+        if self.ranged:
+            lo, hi = max(self.a.users.start, d.first_user), min(self.a.users.stop, d.first_user + d.count)
+            lost = max(0, hi - lo) - _overlap(lo, hi, self.asked_spans)
+        else:
+            assert self.ids is not None and self.asked_mask is not None
+            lost = int(np.count_nonzero((self.ids >= d.first_user) & (self.ids < d.first_user + d.count) & ~self.asked_mask))
+        if lost:
+            self.errors.append(
+                f"shard {d.key} (users {d.first_user}..{d.first_user + d.count - 1}) disconnected earlier: "
+                f"{lost} user(s) of request {self.a.request_id} are MISSING"
+            )
+
+    def reports(self) -> Reports:
+        a = self.a
+        return Reports(a.request_id, a.randomizer, a.users, self.status, _merge_values(self.pieces, self.ranged), tuple(dict.fromkeys(self.errors)))
 
 
 def _merge_values(pieces: list[tuple[int, np.ndarray, np.ndarray]], ranged: bool) -> np.ndarray:

@@ -144,8 +144,9 @@ class Shard:
         self.ledger: Ledger = self._store.open(data.identity, self.first_user, self.count, self.budget)
         make_key = getattr(data, "report_key", None)
         long_term = key if key is not None else (make_key() if make_key is not None else secret_key())
-        if len(long_term) != KEY_BYTES:
-            raise ParameterError(f"a report key has {KEY_BYTES} bytes, got {len(long_term)}")
+        if not isinstance(long_term, bytes) or len(long_term) != KEY_BYTES:
+            got = f"{len(long_term)} bytes" if isinstance(long_term, bytes) else f"{type(long_term).__name__} {long_term!r}"[:80]
+            raise ParameterError(f"a report key has {KEY_BYTES} bytes, got {got}")
         self._key = life_key(long_term, key_salt)  # I1: a fresh salt makes every process life's draws new
         self._rules = SessionRules()
         self._built: dict[str, LocalRandomizer] = {}  # randomizers by spec: a round of 10^4 alike requests builds one

@@ -444,6 +444,7 @@ async def _serve(
     aggregator sends raises out of here (only a broken stream, as ``AioRpcError``)."""
     loop = asyncio.get_running_loop()
     pending = _PendingRound(limits, lambda line: say(f"ldp client {claim.key}: {line}"))
+    stream = _Stream(call, claim, users, pending, answer_delay_s, say)
     reading: asyncio.Future[Any] | None = None
     try:
         while True:
@@ -455,53 +456,83 @@ async def _serve(
                 pending.expire(loop.time())
                 continue
             task, reading = reading, None
-            msg = task.result()
-            if msg is grpc.aio.EOF:
-                say(f"ldp client {claim.key}: the aggregator ended the stream without Close; exiting")
-                return EXIT_LOST
-            if msg is None:  # undecodable bytes: the message is dropped, the client stays up
-                say(f"ldp client {claim.key}: ignored a message that does not decode")
-                continue
-            kind = msg.WhichOneof("kind")
-            if kind == "close":
-                if msg.close.failed:
-                    say(f"ldp client {claim.key}: the experiment failed: {_quote(msg.close.reason)}; exiting")
-                    return EXIT_RUN_FAILED
-                say(f"ldp client {claim.key}: the aggregator closed the connection: {_quote(msg.close.reason)}")
-                return EXIT_CLOSED
-            if kind == "load":
-                pending.clear()  # unfinished requests belong to the old population
-                ready = users.load(msg.load)
-                ready.error = _clip(ready.error)
-                await call.write(pb.ClientMessage(ready=ready))
-                if ready.error:
-                    say(f"ldp client {claim.key}: cannot load the new population: {_quote(ready.error)}")
-                continue
-            current = users.shard
-            if kind == "ledger_query":
-                first_user, units = (current.first_user, current.ledger.spent_units()) if current is not None else (0, np.zeros(0, dtype=np.int64))
-                for m in codec.encode_ledger(msg.ledger_query.query_id, first_user, units):
-                    await call.write(m)
-                continue
-            if kind != "round":
-                continue  # unknown or out-of-place message: ignore (forward compatible)
-            handled = pending.add(msg.round, loop.time())
-            if handled is None:
-                continue
-            parts, refusal = handled
-            if refusal:
-                reply = _round_error(parts, f"this client dropped the request: {refusal}")
-            elif current is None:
-                reply = _round_error(parts, "this client holds no users (on standby, or its last Load failed)")
-            else:
-                reply = _answer(current, parts)
-            if answer_delay_s > 0:
-                await asyncio.sleep(answer_delay_s)
-            for m in _encode_reply(reply):
-                await call.write(m)
+            code = await stream.handle(task.result())
+            if code is not None:
+                return code
     finally:
         if reading is not None and not reading.done():
             reading.cancel()  # the client is leaving: the call is cancelled next anyway
+
+
+@dataclass
+class _Stream:
+    """What ``_serve`` answers with: the call, this client's claim and users, the request being
+    assembled from its parts, the answer delay (tests) and where lines go."""
+
+    call: grpc.aio.StreamStreamCall
+    claim: ShardClaim
+    users: _UsersSide
+    pending: _PendingRound
+    answer_delay_s: float
+    say: Callable[[str], None]
+
+    async def handle(self, msg: Any) -> int | None:
+        """One message from the aggregator: the exit code when the client leaves, else None."""
+        key = self.claim.key
+        if msg is grpc.aio.EOF:
+            self.say(f"ldp client {key}: the aggregator ended the stream without Close; exiting")
+            return EXIT_LOST
+        if msg is None:  # undecodable bytes: the message is dropped, the client stays up
+            self.say(f"ldp client {key}: ignored a message that does not decode")
+            return None
+        kind = msg.WhichOneof("kind")
+        if kind == "close":
+            return self.closed(msg.close)
+        if kind == "load":
+            await self.load(msg.load)
+        elif kind == "ledger_query":
+            await self.ledger(msg.ledger_query)
+        elif kind == "round":
+            await self.round(msg.round)
+        return None  # other kinds: unknown or out of place, ignored (forward compatible)
+
+    def closed(self, close: pb.Close) -> int:
+        if close.failed:
+            self.say(f"ldp client {self.claim.key}: the experiment failed: {_quote(close.reason)}; exiting")
+            return EXIT_RUN_FAILED
+        self.say(f"ldp client {self.claim.key}: the aggregator closed the connection: {_quote(close.reason)}")
+        return EXIT_CLOSED
+
+    async def load(self, load: pb.Load) -> None:
+        self.pending.clear()  # unfinished requests belong to the old population
+        ready = self.users.load(load)
+        ready.error = _clip(ready.error)
+        await self.call.write(pb.ClientMessage(ready=ready))
+        if ready.error:
+            self.say(f"ldp client {self.claim.key}: cannot load the new population: {_quote(ready.error)}")
+
+    async def ledger(self, query: pb.LedgerQuery) -> None:
+        current = self.users.shard
+        first_user, units = (current.first_user, current.ledger.spent_units()) if current is not None else (0, np.zeros(0, dtype=np.int64))
+        for m in codec.encode_ledger(query.query_id, first_user, units):
+            await self.call.write(m)
+
+    async def round(self, part: pb.RoundRequest) -> None:
+        current = self.users.shard
+        handled = self.pending.add(part, asyncio.get_running_loop().time())
+        if handled is None:
+            return
+        parts, refusal = handled
+        if refusal:
+            reply = _round_error(parts, f"this client dropped the request: {refusal}")
+        elif current is None:
+            reply = _round_error(parts, "this client holds no users (on standby, or its last Load failed)")
+        else:
+            reply = _answer(current, parts)
+        if self.answer_delay_s > 0:
+            await asyncio.sleep(self.answer_delay_s)
+        for m in _encode_reply(reply):
+            await self.call.write(m)
 
 
 def _encode_reply(reply: RoundReply) -> list[pb.ClientMessage]:

@@ -205,7 +205,7 @@ class ClientConfig:
         from ldp.core.datafile import load_data  # only clients with files need it (and Parquet, pyarrow)
 
         assert self.data_path is not None
-        return load_data(self.data_path, self.schema_path)
+        return load_data(self.data_path, self.schema_path, served=True)  # no error text quotes a cell (I3)
 
     def effective_budget(self, data: Holdings) -> float:
         """The smaller of the data's own budget (a spec's) and the users' cap."""

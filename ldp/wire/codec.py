@@ -444,6 +444,15 @@ class Expected:
     format: ReportFormat
 
 
+def _refusal_mask(bitmap_bytes: bytes, count: int) -> tuple[np.ndarray, bool]:
+    """The refusal flags of ``count`` users from their bitmap, and whether anyone refused. Nobody
+    refused (the common case): a read-only zero-stride view, no byte per user."""
+    bitmap = np.frombuffer(bitmap_bytes, dtype=np.uint8)
+    if bitmap.any():
+        return np.unpackbits(bitmap, count=count).astype(bool), True
+    return np.broadcast_to(np.False_, (count,)), False
+
+
 class _Answer:
     """One request's answer as it arrives, part by part."""
 
@@ -526,11 +535,7 @@ class ReplyCheck:
         rid = int(r.request_id)
         expected = self.expected.get(rid)
         if expected is None:
-            if len(self.problems) < 4:
-                problem = f"shard {self.shard} sent a result for request {rid}, which it was not asked in {self.where}"
-                self.problems.append(problem)
-                self.failures.append(problem)
-            self._last = None
+            self._unasked(rid)
             return
         answer = self._answers[rid]
         consecutive, self._last = self._last == rid, rid
@@ -550,34 +555,52 @@ class ReplyCheck:
                 answer.error = f"{s}: {clip_text(r.error)}"
                 answer.masks, answer.values = [], []
             return  # an error result carries no reports
-        fmt = expected.format
+        problem = self._layout_problem(r, expected.format, count, f"{s} sent", f"request {rid}")
+        if problem:
+            self._fail(answer, problem)
+            return
+        mask, refused = _refusal_mask(r.refused, count)
+        answer.refusals = answer.refusals or refused
+        problem = self._reports_problem(raw_values, expected.format, count - refusals(mask), f"{s} sent", f"request {rid}")
+        if problem:
+            self._fail(answer, problem)
+            return
+        answer.masks.append(mask)
+        answer.values.append(raw_values)
+
+    def _unasked(self, rid: int) -> None:
+        """A result for a request this shard was not asked: noted (the first few) and dropped."""
+        if len(self.problems) < 4:
+            problem = f"shard {self.shard} sent a result for request {rid}, which it was not asked in {self.where}"
+            self.problems.append(problem)
+            self.failures.append(problem)
+        self._last = None
+
+    @staticmethod
+    def _layout_problem(r: pb.Result, fmt: ReportFormat, count: int, sent: str, request: str) -> str:
+        """What is wrong with a part's dtype, width or refusal bitmap for ``count`` users ('' if nothing)."""
         if fmt.dtype is None:
-            self._fail(answer, f"{s} sent reports for request {rid}, which no user can run ({clip_text(fmt.problem, 200)})")
-            return
+            return f"{sent} reports for {request}, which no user can run ({clip_text(fmt.problem, 200)})"
         if r.dtype != fmt.dtype.str:
-            self._fail(answer, f"{s} sent reports of dtype {clip_text(r.dtype, 40)!r} for request {rid}; {fmt.kind} reports are {fmt.dtype.str!r}")
-            return
+            return f"{sent} reports of dtype {clip_text(r.dtype, 40)!r} for {request}; {fmt.kind} reports are {fmt.dtype.str!r}"
         if r.width != fmt.width:
             shape = "one value per report" if fmt.width == 0 else f"rows of {fmt.width} values"
-            self._fail(answer, f"{s} sent rows of width {r.width} for request {rid}; {fmt.kind} reports are {shape} (width {fmt.width})")
-            return
+            return f"{sent} rows of width {r.width} for {request}; {fmt.kind} reports are {shape} (width {fmt.width})"
         need = (count + 7) // 8
         if len(r.refused) != need:
-            self._fail(answer, f"{s} sent a refusal bitmap of {len(r.refused)} byte(s) for {count} users of request {rid} (needs {need})")
-            return
-        bitmap = np.frombuffer(r.refused, dtype=np.uint8)
-        if bitmap.any():
-            mask = np.unpackbits(bitmap, count=count).astype(bool)
-            answer.refusals = True
-        else:  # nobody refused (the common case): a read-only zero-stride view, no byte per user
-            mask = np.broadcast_to(np.False_, (count,))
-        answered = count - refusals(mask)
+            return f"{sent} a refusal bitmap of {len(r.refused)} byte(s) for {count} users of {request} (needs {need})"
+        return ""
+
+    @staticmethod
+    def _reports_problem(raw_values: bytes, fmt: ReportFormat, answered: int, sent: str, request: str) -> str:
+        """What is wrong with a part's reports for ``answered`` users: their size, a value outside
+        the randomizer's output domain, a row it cannot emit ('' if nothing)."""
+        assert fmt.dtype is not None  # checked by _layout_problem
         if len(raw_values) != answered * fmt.row_bytes:
             size = fmt.dtype.itemsize
             what = f"{len(raw_values) // size} values" if len(raw_values) % size == 0 else f"{len(raw_values)} bytes of reports (not whole values)"
             rows = f" (rows of {fmt.width})" if fmt.width else ""
-            self._fail(answer, f"{s} sent {what} for {answered} answered users of request {rid}{rows}")
-            return
+            return f"{sent} {what} for {answered} answered users of {request}{rows}"
         values = np.frombuffer(raw_values, dtype=fmt.dtype)
         if fmt.width:
             values = values.reshape(-1, fmt.width)
@@ -585,14 +608,9 @@ class ReplyCheck:
         if bad is not None:
             column, value, domain = bad
             where = f" in column {column}" if fmt.width else ""
-            self._fail(answer, f"{s} sent the value {value!r}{where} for request {rid}, outside {fmt.kind}'s output domain {_show_domain(domain)}")
-            return
+            return f"{sent} the value {value!r}{where} for {request}, outside {fmt.kind}'s output domain {_show_domain(domain)}"
         row = fmt.row_problem(values)
-        if row:
-            self._fail(answer, f"{s} sent {row} for request {rid}")
-            return
-        answer.masks.append(mask)
-        answer.values.append(raw_values)
+        return f"{sent} {row} for {request}" if row else ""
 
     def finish(self) -> RoundReply:
         """The reply as the aggregator keeps it: valid results as sent, every bad or missing one an

@@ -1,5 +1,6 @@
-"""What every lab shares: quick mode, the solutions switch, where figures go, the oracle, and
-``run`` (``asyncio.run`` that also works inside a notebook's kernel).
+"""What every lab shares: quick mode, the solutions switch, where figures go, the oracle,
+``run`` (``asyncio.run`` that also works inside a notebook's kernel) and ``lab_result`` (the
+lab's table and figures as an ``ExperimentResult``: every lab is an experiment, ``ldp-sim run labN``).
 
 Environment variables (all optional):
 - ``LDP_QUICK=1``       small sizes, each lab under a minute (the tests run labs this way);
@@ -16,16 +17,34 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import os
-from collections.abc import AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import matplotlib
 
-matplotlib.use("Agg")  # labs run headless; figures are saved, never shown
+
+def headless_unless_chosen() -> str | None:
+    """Select matplotlib's Agg backend, unless a backend is already chosen; the one chosen, or None.
+
+    A backend is chosen by ``MPLBACKEND``, a ``matplotlibrc``, ``matplotlib.use`` or ``%matplotlib``,
+    and in a Jupyter kernel, which sets ``MPLBACKEND`` to the inline backend: there the figures of
+    each cell are shown under it (and still saved as PNG files). Only a plain ``python`` run with
+    nothing chosen (``python -m ldp.simulations.labs.labN``, ``ldp-sim lab N``) gets Agg, where
+    the figures are saved, never shown. ``matplotlib.get_backend(auto_select=False)`` (matplotlib
+    3.10) says whether a backend was chosen without choosing one.
+    """
+    chosen = matplotlib.get_backend(auto_select=False)
+    if chosen is None:
+        matplotlib.use("Agg")
+    return chosen
+
+
+headless_unless_chosen()  # before pyplot draws anything: a lab's first figure uses the backend kept
 
 from ldp import run  # noqa: E402,F401  (the labs call run(...): asyncio.run that also works in a notebook)
 from ldp.core.population import PopulationSpec  # noqa: E402
+from ldp.experiment.protocol import ExperimentResult  # noqa: E402
 from ldp.local.oracle import InProcessLROracle, LROracle  # noqa: E402
 from ldp.simulations.labs.runner import env_switch  # noqa: E402
 
@@ -82,3 +101,21 @@ def track(items: Iterable[T], description: str) -> Iterator[T]:
 def saved(path: Path) -> None:
     """Say where a figure was saved (returns nothing: a notebook cell ending with it shows no repr)."""
     print(f"figure saved: {path}")
+
+
+def lab_result(title: str, columns: Sequence[str], rows: Iterable[Sequence[Any]], notes: str = "", figures: Iterable[Path] = ()) -> ExperimentResult:
+    """The lab's result as every experiment's (``ldp.experiment.ExperimentResult``): its main
+    table, a note under it and the figures it saved.
+
+    A lab's main part ends with ``RESULT = lab_result(...)`` (never in an exercise cell: the
+    result is the same with solutions hidden). ``ldp-sim lab N``, ``ldp-sim run labN`` and a
+    user's ``get_experiment("labN").run(...)`` return it (``ldp.simulations.labs.experiments``).
+    Cells become plain Python numbers and text (numpy scalars included), so the JSON is exact.
+    """
+
+    def plain(v: Any) -> Any:
+        v = v.item() if hasattr(v, "item") and getattr(v, "ndim", None) == 0 else v
+        return v if isinstance(v, (int, float, str, bool)) or v is None else str(v)
+
+    table = tuple(tuple(plain(v) for v in row) for row in rows)
+    return ExperimentResult(title, tuple(columns), table, tuple(Path(f) for f in figures), notes)

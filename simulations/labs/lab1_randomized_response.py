@@ -22,7 +22,7 @@ from ldp.core.randomizers import RandomizerSpec
 from ldp.core.rr_mechanisms import BinaryRandomizedResponse
 from ldp.local.messages import SessionKind, Users
 from ldp.local.session import Request, Session
-from ldp.simulations.labs.common import QUICK, exercise, open_oracle, out_dir, run, saved, track
+from ldp.simulations.labs.common import QUICK, exercise, lab_result, open_oracle, out_dir, run, saved, track
 from ldp.simulations.randomized_response import population, referee
 
 OUT = out_dir("lab1")
@@ -100,6 +100,15 @@ ax.legend(fontsize=8)
 fig.tight_layout()
 fig.savefig(OUT / "lab1_sd_vs_epsilon.png", dpi=120)
 saved(OUT / "lab1_sd_vs_epsilon.png")
+# The lab's result (ldp-sim lab 1 / ldp-sim run lab1 print it; ExperimentResult.to_json() is its JSON).
+RESULT = lab_result(
+    "Lab 1 — the estimate's sd against ε",
+    ("ε", "measured sd", "± its error", "predicted sd", "measured/predicted"),
+    [(eps, round(m, 5), round(m * REL_SE, 5), round(pred, 5), round(m / pred, 3)) for eps, m, pred in rows],
+    notes=f"n = {USERS:,} users per round, R = {REPEATS} rounds per ε; predicted sd = sqrt(pq/n)/(p − q), p = e^ε/(e^ε + 1); "
+    f"ratios within 1 ± 2·{REL_SE:.3f} about 19 times in 20",
+    figures=[OUT / "lab1_sd_vs_epsilon.png"],
+)
 
 # %% [markdown]
 # ## Exercises

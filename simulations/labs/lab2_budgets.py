@@ -19,7 +19,7 @@ from ldp.core.query_specs import field_query
 from ldp.core.randomizers import RandomizerSpec
 from ldp.local.messages import SessionKind
 from ldp.local.session import Request, Session
-from ldp.simulations.labs.common import QUICK, exercise, open_oracle, out_dir, run, saved
+from ldp.simulations.labs.common import QUICK, exercise, lab_result, open_oracle, out_dir, run, saved
 
 OUT = out_dir("lab2")
 USERS = 2_000 if QUICK else 20_000
@@ -66,6 +66,15 @@ ledger = Ledger(0, 1, 1.0)
 decisions = [bool(ledger.charge(np.array([0]), 0.1).accepted[0]) for _ in range(10)]
 print("ten charges of 0.1 against 1.0:", decisions)
 print("the float 0.1 is exactly", Fraction(0.1), "> 1/10; one charge costs", charge_units(0.1), "units")
+# The lab's result (ldp-sim lab 2 / ldp-sim run lab2 print it; ExperimentResult.to_json() is its JSON).
+RESULT = lab_result(
+    "Lab 2 — an over-asking aggregator",
+    ("round", "answered", "refused"),
+    [(k, c["answered"], c["refused"]) for k, c in enumerate(answered, 1)],
+    notes=f"{USERS:,} users with a budget ε = 1 each, asked at ε = 0.3 per round; ten charges of 0.1 against 1.0: "
+    f"{sum(decisions)} accepted (the ledger rounds each charge up, the budget down)",
+    figures=[OUT / "lab2_refusals.png"],
+)
 
 # %% [markdown]
 # ## Exercises

@@ -15,7 +15,7 @@ import numpy as np
 
 from ldp.core.concepts import ConjunctionConcept, ProductBernoulli, concept_class
 from ldp.core.population import PopulationSpec
-from ldp.simulations.labs.common import QUICK, exercise, open_oracle, out_dir, run, saved
+from ldp.simulations.labs.common import QUICK, exercise, lab_result, open_oracle, out_dir, run, saved
 from ldp.sq.bounds import central_users_needed, users_per_query
 from ldp.sq.central_sq_oracle import CentralSQOracle
 from ldp.sq.conjunction_learner import conjunction_tolerance, learn_conjunction
@@ -80,6 +80,15 @@ axes[1].legend(fontsize=7)
 fig.tight_layout()
 fig.savefig(OUT / "lab3_users_needed.png", dpi=120)
 saved(OUT / "lab3_users_needed.png")
+# The lab's result (ldp-sim lab 3 / ldp-sim run lab3 print it; ExperimentResult.to_json() is its JSON).
+RESULT = lab_result(
+    "Lab 3 — one learner, three SQ oracles",
+    ("oracle", "hypothesis", "true error", "user-answers"),
+    [(name, str(r.hypothesis.literals), round(referee.error(r.hypothesis), 4), r.users) for name, r in results.items()],
+    notes=f"the conjunction learner at d = {D}, α = {ALPHA}, β = {BETA}, ε = {EPS}: {t} queries at τ = {tau:.4f}; "
+    f"the local oracle needs {local_n:,} users, the central one {central_n:,}",
+    figures=[OUT / "lab3_users_needed.png"],
+)
 
 # %% [markdown]
 # ## Exercises

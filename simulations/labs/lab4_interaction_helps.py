@@ -1,15 +1,16 @@
 # %% [markdown]
 # # Lab 4 — Interaction helps: MASKED-PARITY (KLNRS §5)
 #
-# **Goals.** (1) Run the two-round learner of §5.1 as an *interactive* local protocol: round 1
-# learns r from the b = 1 half (queries g_j, E[g_j] = r_j/(2d) — the paper's "1/2^d" is a typo),
-# round 2 asks one question that depends on r and learns a. (2) Run an honest *non-interactive*
-# learner that must fix every question before any answer: it asks about a for *every* one of
-# the 2^d candidate r's, spreading its users over them, and reads only the group of the r it
-# estimates — so it needs about 60·2^d users at ε = 1 where the interactive one needs ~d³. (3) See Theorem 5.1 exactly: against an adversarial but valid SQ
-# oracle, the candidate query sets leave a undetermined for the r's they miss — but the paper's
-# "each query eliminates at most two (r, a) pairs" is false: 4 bit queries and one *bent* query
-# determine every target (Parseval allows one query to separate < 1/(16τ²) r's, not one).
+# **Goals.** (1) Run the sharpest *interactive* learner we have as a two-round local protocol:
+# round 1 reads all of r through one *correlation* question per user, round 2 asks one question
+# that depends on the r found and learns a. (2) Run the fair *non-interactive* learner, which must
+# fix every question before any answer: it asks about a for *every* one of the 2^d candidate r's,
+# spreading its users over them, and reads only the group of the r it estimates — so it needs
+# about 60·2^d users at ε = 1 where the interactive one needs about d² log d. (3) See Theorem 5.1
+# exactly: against an adversarial but valid SQ oracle, the candidate query sets leave a
+# undetermined for the r's they miss — but the paper's "each query eliminates at most two (r, a)
+# pairs" is false: 4 bit queries and one *bent* query determine every target (Parseval allows one
+# query to separate < 1/(16τ²) r's, not one).
 
 # %%
 import matplotlib.pyplot as plt
@@ -19,7 +20,8 @@ from ldp.core.concepts import concept_class
 from ldp.core.learner_result import true_error
 from ldp.core.population import PopulationSpec
 from ldp.core.rng import generator
-from ldp.learners.masked_parity import learn_masked_parity_interactive, learn_masked_parity_lni
+from ldp.learners.masked_parity import learn_masked_parity_lni, lni_plan, lni_users_for
+from ldp.learners.masked_parity_correlation import correlation_design, correlation_plan, correlation_users_for, learn_masked_parity_correlation
 from ldp.learners.theorem51 import (
     bent_query_set,
     lni_query_set,
@@ -28,61 +30,102 @@ from ldp.learners.theorem51 import (
     separation_profile,
     theorem51_census,
 )
-from ldp.simulations.labs.common import QUICK, exercise, open_oracle, out_dir, run, saved, track
+from ldp.simulations.labs.common import QUICK, exercise, lab_result, open_oracle, out_dir, run, saved, track
 
 OUT = out_dir("lab4")
-D = 8
-USERS = [4_000, 16_000, 64_000] if QUICK else [4_000, 16_000, 64_000, 256_000]
-TRIALS = 2 if QUICK else 5
+D = 10  # where the gap shows at a lab's sizes: ≈ 12,000 users against ≈ 184,000 for 95 %
+USERS = [4_000, 16_000, 64_000, 256_000]
+GAP = 16_000  # the size where one learner almost always wins and the other almost never
+TRIALS = 4 if QUICK else 10
 EPS = 1.0
 cc = concept_class("masked_parity", D)
 
 # %% [markdown]
 # ## 1. Interactive against non-interactive, same users, same ε
 #
-# At d = 8 expect the two to cost about the same: the one-round learner pays ≈ 60 users for each
-# of the 2^d = 256 candidates, the interactive one ≈ d³ log d for the bits of r, and those are
-# still comparable. The gap opens once 2^d outgrows d³: the full sweep (`make separation`,
-# docs/learners.md) measures the one-round learner at 8× the interactive one at d = 16, 64× at
-# d = 20 and more than 41× at d = 24.
+# The sharpest pair (`ldp.learners.masked_parity_correlation`, `ldp.learners.masked_parity`):
+#
+# - **the correlation learner** (interactive): round 1 splits its users into K groups (K = 16 at
+#   d = 10); a user of group k answers, through randomized response, "does my label agree with the
+#   public sign v^(k)_i at my index i?", 1[b = 1 ∧ y = v^(k)_i]. The v^(k) are columns of a
+#   Hadamard matrix, so summing the groups' counts with signs v^(k)_j reads every bit r_j at once
+#   from *every* round-1 user. Round 2 asks fresh users the a-question *of the r it found*.
+# - **the fair one-round learner**: one round with the d bit questions and the a-question of every
+#   one of the 2^d candidate r's (its users split evenly over them); it reads the group of the r
+#   it estimates.
+#
+# Both get the same number of users (disjoint halves of one population) at the same ε = 1. Their
+# plans predict their success (normal approximation, `correlation_plan`, `lni_plan`): we measure
+# it over seeded trials and compare.
 
 # %%
+print(f"users for 95 % at ε = {EPS}: the correlation learner needs ≈ {correlation_users_for(D, EPS):,} at d = {D}, the one-round learner ≈ {lni_users_for(D, EPS):,}")
+print(f"{'d':>3} {'correlation (interactive)':>26} {'fair one-round':>15} {'ratio':>6}")
+for d in (4, 6, 8, 10, 12, 14):
+    inter, one = correlation_users_for(d, EPS), lni_users_for(d, EPS)
+    print(f"{d:>3} {inter:>26,} {one:>15,} {one / inter:>5.0f}×")
+print(f"round 1 at d = {D}: K = {correlation_design(D).shape[0]} groups, one public sign vector each")
 
 
-async def trial(learner: str, n: int, t: int) -> float:
-    target = cc.random_target(generator(4, "lab4-target", t))
-    spec = PopulationSpec(cc, target, n, budget=EPS, seed=1000 + t)
+async def trial(n: int, t: int) -> tuple[float, float]:
+    """Both learners on disjoint halves of one population of 2n users: their true errors."""
+    target = cc.random_target(generator(4, "lab4-target", n, t))
+    spec = PopulationSpec(cc, target, 2 * n, budget=EPS, seed=1000 + t)
     async with open_oracle(spec) as lr:
-        if learner == "interactive":
-            result = await learn_masked_parity_interactive(lr, D, EPS)
-        else:
-            result = await learn_masked_parity_lni(lr, D, EPS, generator(4, "lab4-lni", n, t))
-    return true_error(spec.referee(), result.hypothesis)
+        interactive = await learn_masked_parity_correlation(lr, D, EPS, users=n, first_user=0)
+        one_round = await learn_masked_parity_lni(lr, D, EPS, generator(4, "lab4-lni", n, t), users=n, first_user=n)
+    referee = spec.referee()
+    return true_error(referee, interactive.hypothesis), true_error(referee, one_round.hypothesis)
 
 
 async def curves():
-    out = {}
-    for learner in ("interactive", "non-interactive"):
-        out[learner] = [float(np.mean([await trial(learner, n, t) for t in range(TRIALS)])) for n in track(USERS, learner)]
+    out = {"interactive": [], "one-round": []}
+    for n in track(USERS, f"both learners, {TRIALS} trials per size"):
+        errors = np.array([await trial(n, t) for t in range(TRIALS)])
+        for column, learner in enumerate(out):
+            out[learner].append((float(np.mean(errors[:, column] == 0)), float(np.mean(errors[:, column]))))
     return out
 
 
-errors = run(curves())
-for learner, errs in errors.items():
-    print(f"{learner:>16}: " + "  ".join(f"n={n:,}: {e:.3f}" for n, e in zip(USERS, errs)))
+measured = run(curves())
+predicted = {
+    "interactive": [correlation_plan(n, D, EPS).predicted_success for n in USERS],
+    "one-round": [lni_plan(n, D, EPS).predicted_success for n in USERS],
+}
+print(f"Pr[exact target], measured over {TRIALS} trials (predicted), and mean true error, at d = {D}:")
+for learner, points in measured.items():
+    print(f"{learner:>12}: " + "  ".join(f"n={n:,}: {won:.2f} ({pred:.2f}), err {err:.3f}" for n, (won, err), pred in zip(USERS, points, predicted[learner])))
+gap = USERS.index(GAP)
+assert measured["interactive"][gap][0] >= 0.75 and measured["one-round"][gap][0] <= 0.5, measured
 
-fig, ax = plt.subplots(figsize=(5, 3.5))
-for learner, errs in errors.items():
-    ax.semilogx(USERS, errs, "o-", label=learner)
-ax.axhline(0.25, color="k", linestyle=":", label="1/4: r right, a guessed")
+fig, ax = plt.subplots(figsize=(5.5, 3.5))
+grid = np.geomspace(min(USERS), max(USERS), 40).astype(int)
+for (learner, points), color in zip(measured.items(), ("C0", "C1")):
+    plan = correlation_plan if learner == "interactive" else lni_plan
+    ax.semilogx(grid, [plan(int(n), D, EPS).predicted_success for n in grid], "-", color=color, alpha=0.6, label=f"{learner}: predicted")
+    ax.semilogx(USERS, [won for won, _ in points], "o", color=color, label=f"{learner}: measured ({TRIALS} trials)")
 ax.set_xticks(USERS, [f"{n:,}" for n in USERS])
 ax.minorticks_off()
-ax.set_xlabel("users")
-ax.set_ylabel(f"mean true error (d = {D})")
-ax.legend()
+ax.set_ylim(-0.05, 1.05)
+ax.set_xlabel(f"users per learner (d = {D}, ε = {EPS:g})")
+ax.set_ylabel("Pr[exact target]")
+ax.legend(fontsize=7, loc="lower right")
 fig.tight_layout()
-fig.savefig(OUT / "lab4_error_vs_users.png", dpi=120)
-saved(OUT / "lab4_error_vs_users.png")
+fig.savefig(OUT / "lab4_success_vs_users.png", dpi=120)
+saved(OUT / "lab4_success_vs_users.png")
+# The lab's result (ldp-sim lab 4 / ldp-sim run lab4 print it; ExperimentResult.to_json() is its JSON).
+RESULT = lab_result(
+    f"Lab 4 — interaction helps (MASKED-PARITY, d = {D})",
+    ("users per learner", "interactive: exact", "predicted", "mean error", "one-round: exact", "predicted ", "mean error "),
+    [
+        (n, round(a[0], 2), round(pa, 3), round(a[1], 3), round(b[0], 2), round(pb, 3), round(b[1], 3))
+        for n, a, pa, b, pb in zip(USERS, measured["interactive"], predicted["interactive"], measured["one-round"], predicted["one-round"])
+    ],
+    notes=f"the correlation learner (2 rounds) against the fair one-round learner at ε = {EPS:g}; "
+    f"exact: the fraction of {TRIALS} seeded trials that learned the target; users for 95 %: "
+    f"{correlation_users_for(D, EPS):,} (interactive) against {lni_users_for(D, EPS):,} (one round)",
+    figures=[OUT / "lab4_success_vs_users.png"],
+)
 
 # %% [markdown]
 # ## 2. Theorem 5.1, exactly (d = 4) — and where the paper goes wrong
@@ -140,7 +183,7 @@ print(f"non-interactive local learners need n ≥ {lni_users_lower_bound(D, EPS,
 
 # %% [markdown]
 # ## Exercises
-# 1. Why does the interactive learner need only ~d·n_0 users while the non-interactive one needs
+# 1. Why does the interactive learner need only ~d² log d users while the non-interactive one needs
 #    an a-query per candidate r — 2^d of them? (And why can't it use one bent-like query instead?
 #    Hint: its answer must be estimated from noisy reports to within 2^{−d/2−2}.)
 # 2. From the census (a): how many targets stay undetermined with K candidates? (Each *a-query*

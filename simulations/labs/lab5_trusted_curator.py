@@ -18,7 +18,7 @@ from ldp.core.population import PopulationSpec, generate_records
 from ldp.core.rng import generator
 from ldp.learners.parity import PackedExamples, a_star_sample_size, algorithm_a_star
 from ldp.learners.parity_local import learn_parity_local
-from ldp.simulations.labs.common import QUICK, exercise, open_oracle, out_dir, run, saved, track
+from ldp.simulations.labs.common import QUICK, exercise, lab_result, open_oracle, out_dir, run, saved, track
 
 OUT = out_dir("lab5")
 EPS, ALPHA, BETA = 1.0, 0.1, 0.1
@@ -89,6 +89,16 @@ fig.savefig(OUT / "lab5_central_vs_local.png", dpi=120)
 saved(OUT / "lab5_central_vs_local.png")
 # A* may fail with probability β per trial (⊥ in every iteration, or too few kept examples).
 assert all(successes >= TRIALS - 1 for _, _, successes in central.values()) and local[max(LOCAL_D)] > 0.25
+# The lab's result (ldp-sim lab 5 / ldp-sim run lab5 print it; ExperimentResult.to_json() is its JSON).
+RESULT = lab_result(
+    "Lab 5 — PARITY: central against local",
+    ("model", "d", "users", "mean true error", f"trials with error ≤ α = {ALPHA}"),
+    [("central A*", d, n, round(err, 3), wins) for d, (n, err, wins) in central.items()]
+    + [("local attempt", d, LOCAL_USERS, round(err, 3), "") for d, err in local.items()],
+    notes=f"ε = {EPS}, {TRIALS} trials each; central A*: n = 60·d examples suffice; the local attempt: the users' answers say "
+    "nothing about r past small d (1/2: a guess)",
+    figures=[OUT / "lab5_central_vs_local.png"],
+)
 
 # %% [markdown]
 # ## Exercises

@@ -17,7 +17,7 @@ import numpy as np
 
 from ldp.core.audit import epsilon_lower_bound
 from ldp.core.rng import RandomSource
-from ldp.simulations.labs.common import QUICK, exercise, out_dir, saved
+from ldp.simulations.labs.common import QUICK, exercise, lab_result, out_dir, saved
 
 OUT = out_dir("lab6")
 N = 50_000 if QUICK else 400_000
@@ -98,6 +98,15 @@ ax.legend()
 fig.tight_layout()
 fig.savefig(OUT / "lab6_audit.png", dpi=120)
 saved(OUT / "lab6_audit.png")
+# The lab's result (ldp-sim lab 6 / ldp-sim run lab6 print it; ExperimentResult.to_json() is its JSON).
+RESULT = lab_result(
+    "Lab 6 — two randomizers audited",
+    ("randomizer", "exact max log-ratio", f"ε lower bound (N = {N:,}, α = {ALPHA:g})", "verdict"),
+    [(name, round(R.exact_max_log_ratio(), 4), round(results[name], 3), "flagged" if results[name] > EPS else "not flagged") for name, R in [("honest", honest), ("buggy", buggy)]],
+    notes=f"two unary encodings (k = {K}) that declare ε = {EPS}; the exact audit enumerates every input and output; "
+    "the black-box bound exceeds the true loss with probability ≤ α",
+    figures=[OUT / "lab6_audit.png"],
+)
 
 # %% [markdown]
 # ## Exercises

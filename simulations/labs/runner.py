@@ -3,9 +3,11 @@
 A lab is a jupytext "percent" script: a ``# %% [markdown]`` cell holds narrative (every line a
 comment), a ``# %%`` cell holds code. ``python -m ldp.simulations.labs.labN_...`` runs the code and
 skips the narrative (it is comments); a notebook shows both. ``python -m ldp.simulations.labs.runner
-LAB`` (what ``ldp-sim lab N`` starts) shows both in a terminal: it splits the script into cells,
+LAB [--result FILE.json]`` (what ``ldp-sim lab N`` starts, through the lab's experiment,
+``ldp.simulations.labs.experiments``) shows both in a terminal: it splits the script into cells,
 prints each markdown cell as rich Markdown and executes each code cell, in order, in one module
-namespace (as a kernel would), so every explanation appears right before the output it explains.
+namespace (as a kernel would), so every explanation appears right before the output it explains;
+``--result`` writes the lab's ``RESULT`` (its table and figures) there as JSON.
 
 The split is a small parser of the percent format, so running a lab needs no jupytext (a test
 dependency only; the tests check that this parser and jupytext cut every lab into the same cells).
@@ -18,6 +20,7 @@ true/false, yes/no or on/off; anything else is an error rather than silently the
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import re
 import sys
@@ -25,13 +28,13 @@ import types
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.markdown import Markdown
 
-__all__ = ["Cell", "env_switch", "split_cells", "run_lab", "main"]
+__all__ = ["Cell", "env_switch", "split_cells", "run_lab", "write_result", "main"]
 
 _ON = {"1", "true", "yes", "on"}
 _OFF = {"0", "false", "no", "off"}
@@ -122,8 +125,9 @@ def _print_markdown(console: Console, markdown: Markdown) -> None:
     console.print()
 
 
-def run_lab(path: Path | str, console: Console | None = None) -> None:
-    """Execute the lab at ``path`` cell by cell, printing its markdown cells with rich.
+def run_lab(path: Path | str, console: Console | None = None) -> dict[str, Any]:
+    """Execute the lab at ``path`` cell by cell, printing its markdown cells with rich; returns
+    the namespace its cells ran in (``RESULT`` there is the lab's ``ExperimentResult``).
 
     The code cells run in one fresh module named ``__main__`` (as ``python -m`` would run the lab),
     installed in ``sys.modules`` while they run; an exception in a cell propagates with a traceback
@@ -149,6 +153,18 @@ def run_lab(path: Path | str, console: Console | None = None) -> None:
     finally:
         if previous is not None:
             sys.modules["__main__"] = previous
+    return module.__dict__
+
+
+def write_result(namespace: Mapping[str, Any], path: Path | str) -> None:
+    """Write the lab's ``RESULT`` (an ``ExperimentResult``, ``common.lab_result``) to ``path`` as
+    JSON, for the process that started the lab (``ldp.simulations.labs.experiments.Lab``)."""
+    from ldp.experiment.protocol import ExperimentResult
+
+    result = namespace.get("RESULT")
+    if not isinstance(result, ExperimentResult):
+        raise TypeError(f"the lab defines no RESULT = lab_result(...) (got {type(result).__name__})")
+    Path(path).write_text(json.dumps(result.to_json(), indent=1), encoding="utf-8")
 
 
 def lab_path(lab: str) -> Path:
@@ -163,8 +179,11 @@ def lab_path(lab: str) -> Path:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
+    result_path = None
+    if len(args) == 3 and args[1] == "--result":
+        args, result_path = args[:1], args[2]
     if len(args) != 1:
-        print("usage: python -m ldp.simulations.labs.runner (LAB.py | ldp.simulations.labs.labN_name)", file=sys.stderr)
+        print("usage: python -m ldp.simulations.labs.runner (LAB.py | ldp.simulations.labs.labN_name) [--result FILE.json]", file=sys.stderr)
         return 2
     try:
         path = lab_path(args[0])
@@ -175,7 +194,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"runner: error: no lab file {str(path)!r}", file=sys.stderr)
         return 2
     try:
-        run_lab(path)
+        namespace = run_lab(path)
+        if result_path is not None:
+            write_result(namespace, result_path)
     except KeyboardInterrupt:  # Ctrl-C: the lab's `async with` blocks have closed; no traceback
         from ldp.wire.launcher import quiet_grpc_after_interrupt
 

@@ -129,7 +129,9 @@ async def _pump(stream: asyncio.StreamReader | None, sink: list[str]) -> None:
 async def start_teacher(*args: str) -> Teacher:
     proc = await asyncio.create_subprocess_exec(
         PYTHON, "-m", "ldp.cli.main", "classroom", "--host", "127.0.0.1", "--bind", "127.0.0.1", "--port", "0", "--http-port", "0",
-        "--machine-users", "10", "--d", "4", "--round-deadline", str(WAIT_S), *args,  # a loaded machine is slow, not missing
+        # A loaded machine is slow, not missing: rounds and seats wait WAIT_S (a test's own
+        # --seat-timeout, later in args, wins).
+        "--machine-users", "10", "--d", "4", "--round-deadline", str(WAIT_S), "--seat-timeout", str(WAIT_S), *args,
         stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=ENV,
     )
     t = Teacher(proc)

@@ -31,6 +31,7 @@ import numpy as np
 import pytest
 
 from ldp.classroom.lessons import ClassPlan, estimate_reports, sensitive_spec
+from ldp.learners.masked_parity_correlation import correlation_design, correlation_users_for
 from tests.classroom.browsers import browser
 
 PYTHON = sys.executable
@@ -111,8 +112,10 @@ async def _run_class(tmp: Path) -> ClassRun:
         "--seats", str(PLAN.seats), "--machine-users", str(PLAN.machine_users), "--d", str(PLAN.d),
         "--students", str(STUDENTS), "--pace", "0", "--wait", str(WAIT_S),
         # 30 students on one machine (loopback) hold 30 seats from one address; the ledger
-        # deadline is generous, so a loaded machine never marks an honest student silent.
-        "--seats-per-address", str(PLAN.seats), "--ledger-deadline", str(WAIT_S), "--round-deadline", str(WAIT_S),
+        # deadline is generous, so a loaded machine never marks an honest student silent; so is
+        # the seat timeout, so a student whose machine takes long between its seat and its
+        # connection is not turned away.
+        "--seats-per-address", str(PLAN.seats), "--ledger-deadline", str(WAIT_S), "--round-deadline", str(WAIT_S), "--seat-timeout", str(WAIT_S),
         stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, env=env,
     )
     out: list[str] = []
@@ -260,7 +263,14 @@ def test_interaction_is_shown_live_round_two_asks_about_round_ones_r(class_run: 
     rounds = step["rounds"]
     first, second = rounds[0], rounds[1]
     assert not first["last"] and second["last"] and first["session"] == second["session"]
-    assert len(first["requests"]) == PLAN.d  # one bit question per coordinate of r
+    # The correlation learner (the sharpest interactive one): round 1 is one request per group of
+    # its public Hadamard design (K = 8 at d = 4), each a question about the coordinate a user holds.
+    assert len(first["requests"]) == correlation_design(PLAN.d).shape[0] == 8
+    assert all("i≠" in r["query"] or "b=1 ∧ y=1" in r["query"] for r in first["requests"]), [r["query"] for r in first["requests"]]
+    # Both learners get the same users: as many as the interactive one needs for 95 %, at most half the class each.
+    users = step["result"]["interactive"]["users"]
+    assert users == step["result"]["one_round"]["users"] == min(STUDENTS // 2, math.ceil(correlation_users_for(PLAN.d, 1.0) / PLAN.per_seat)) * PLAN.per_seat
+    assert sum(r["asked"] for r in first["requests"]) + second["requests"][0]["asked"] <= users
     r_found = step["result"]["interactive"]["r"]
     terms = "+".join(f"x{j}" for j, bit in enumerate(r_found) if bit == "1") or "0"
     assert f"(-1)^({terms})" in second["requests"][0]["query"]  # the second question depends on the first round's r
@@ -274,6 +284,22 @@ def test_interaction_is_shown_live_round_two_asks_about_round_ones_r(class_run: 
     if histogram["result"]["other"] == "oue":
         assert [(r["answered"], r["refused"], r["missing"]) for r in other["requests"]] == [(STUDENTS - 3, 3, 0)]
     assert histogram["result"]["grr_width"] > 0 and histogram["result"]["other_width"] > 0
+
+
+def test_the_class_record_holds_each_lessons_typed_result(class_run: ClassRun):
+    """Each lesson returns an ``ExperimentResult`` (the type of every experiment and lab): the
+    class's record in the dashboard's state has one row per lesson, its line the dashboard showed."""
+    from ldp.experiment import ExperimentResult
+
+    record = class_run.final["record"]
+    lessons = [ExperimentResult.from_json(r) for r in record["lessons"]]
+    titles = [s["title"] for s in class_run.final["steps"]]
+    assert [r.title for r in lessons] == titles
+    assert [r.notes for r in lessons] == [s["result"]["text"] for s in class_run.final["steps"]]
+    assert [tuple(row.values()) for row in record["summary"]["rows"]] == [(r.title, r.notes) for r in lessons]
+    parity = lessons[-1]
+    assert parity.columns[0] == "learner" and [row[0] for row in parity.rows] == ["interactive (correlation)", "one round (fair)"]
+    assert lessons[2].rows == ((2.0, STUDENTS, 0, STUDENTS, 0, 0),)  # ε asked, students asked, answered, refused, missing, error
 
 
 def test_time_from_a_students_report_to_the_dashboard_update(class_run: ClassRun):

@@ -4,6 +4,7 @@ process; user mistakes are one line with exit 2; Ctrl-C leaves no orphan; the CL
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -16,9 +17,10 @@ import pytest
 
 from ldp.core.errors import ParameterError
 from ldp.experiment import apply_options
+from tests.waits import PROCESS_WAIT_S
 from tests.wire.proc_helpers import alive, children_of, reap, wait_exit
 
-pytestmark = pytest.mark.timeout(60)
+pytestmark = pytest.mark.timeout(2 * int(PROCESS_WAIT_S))  # a hang guard, above the waits it holds
 
 CLI = [sys.executable, "-m", "ldp.cli.main"]
 TINY_SEPARATION = [
@@ -51,7 +53,7 @@ def test_separation_over_grpc_prints_the_in_process_table_and_leaves_no_process(
     assert grpc_run.returncode == 0, err
     assert len(kids) >= 2  # the client processes really ran
     assert not any(alive(k) for k in kids)
-    local = subprocess.run([*CLI, "run", "separation", "--transport", "inprocess", "--out", str(tmp_path / "i"), *TINY_SEPARATION], capture_output=True, timeout=40)
+    local = subprocess.run([*CLI, "run", "separation", "--transport", "inprocess", "--out", str(tmp_path / "i"), *TINY_SEPARATION], capture_output=True, timeout=PROCESS_WAIT_S)
     assert local.returncode == 0, local.stderr.decode()
     rows = _table(out)
     assert len(rows) == 4 and "LNI" in out and "Lemma 4.3" in out
@@ -64,27 +66,39 @@ def test_separation_over_grpc_prints_the_in_process_table_and_leaves_no_process(
 
 def test_sq_local_over_grpc_equals_in_process(tmp_path: Path) -> None:
     args = ["run", "sq-local", "-o", "groups=1500", "--seed", "3"]
-    a = subprocess.run([*CLI, *args, "--transport", "inprocess", "--out", str(tmp_path / "i")], capture_output=True, timeout=40)
-    b = subprocess.run([*CLI, *args, "--processes", "2", "--out", str(tmp_path / "g")], capture_output=True, timeout=40)
+    a = subprocess.run([*CLI, *args, "--transport", "inprocess", "--out", str(tmp_path / "i")], capture_output=True, timeout=PROCESS_WAIT_S)
+    b = subprocess.run([*CLI, *args, "--processes", "2", "--out", str(tmp_path / "g")], capture_output=True, timeout=PROCESS_WAIT_S)
     assert a.returncode == b.returncode == 0, (a.stderr.decode(), b.stderr.decode())
     assert _table(a.stdout.decode()) == _table(b.stdout.decode()) and len(_table(a.stdout.decode())) == 2
 
 
 def test_an_experiment_without_an_lr_oracle_runs_in_process(tmp_path: Path) -> None:
     args = ["run", "pure-vs-approximate", "-o", "point_bits=8", "-o", "threshold_bits=6", "-o", "trials=10", "-o", "threshold_trials=10"]
-    proc = subprocess.run([*CLI, *args, "--out", str(tmp_path)], capture_output=True, timeout=40)
+    proc = subprocess.run([*CLI, *args, "--out", str(tmp_path)], capture_output=True, timeout=PROCESS_WAIT_S)
     assert proc.returncode == 0, proc.stderr.decode()
     assert "POINT_d" in proc.stdout.decode() and (tmp_path / "m90.csv").exists()
-    listing = subprocess.run([*CLI, "list"], capture_output=True, timeout=20).stdout.decode()
+    listing = subprocess.run([*CLI, "list"], capture_output=True, timeout=PROCESS_WAIT_S).stdout.decode()
     lines = {line.split()[0]: line for line in listing.splitlines() if line.strip()}
     assert "[in process only]" in lines["pure-vs-approximate"] and "[in process only]" in lines["sq-sample-complexity"]
     assert "[grpc|inprocess]" in lines["separation"] and "[grpc|inprocess]" in lines["sq-local"]
+    assert "[its own clients: grpc|inprocess]" in lines["real-data"] and "[its own clients: grpc|inprocess]" in lines["lab1"]
+
+
+def test_transport_reaches_an_experiment_that_places_its_own_clients(tmp_path: Path) -> None:
+    """`--transport inprocess` sets real-data's own transport (as `-o transport=inprocess` does):
+    its shards are hosted in process, as its saved config and its caption say. Broken variant:
+    the flag refused or ignored (the config then says grpc, real-data's default)."""
+    proc = subprocess.run([*CLI, "run", "real-data", "--quick", "--transport", "inprocess", "--out", str(tmp_path)], capture_output=True, timeout=PROCESS_WAIT_S)
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert json.loads((tmp_path / "result.json").read_text())["config"]["transport"] == "inprocess"
+    assert "in-process shard(s)" in proc.stdout.decode()
 
 
 @pytest.mark.parametrize(
     "args, message",
     [
         (["run", "pure-vs-approximate", "--transport", "grpc"], "runs in process only"),
+        (["run", "real-data", "--transport", "grpc", "-o", "transport=inprocess"], "give real-data's transport once"),
         (["run", "separation", "--users", "100"], "--users does not apply to separation"),
         (["run", "separation", "-o", "no_such=1"], "unknown option 'no_such'"),
         (["run", "separation", "-o", "trials=many"], "option trials='many': expected int"),
@@ -95,7 +109,7 @@ def test_an_experiment_without_an_lr_oracle_runs_in_process(tmp_path: Path) -> N
     ],
 )
 def test_user_mistakes_exit_2_in_one_line(args: list[str], message: str) -> None:
-    proc = subprocess.run([*CLI, *args], capture_output=True, timeout=30)
+    proc = subprocess.run([*CLI, *args], capture_output=True, timeout=PROCESS_WAIT_S)
     err = proc.stderr.decode()
     assert proc.returncode == 2, err
     assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
@@ -109,7 +123,7 @@ def test_ctrl_c_during_separation_leaves_no_orphan(tmp_path: Path) -> None:
         start_new_session=True,  # its own process group, like a shell job
     )
     try:
-        end = time.monotonic() + 30
+        end = time.monotonic() + PROCESS_WAIT_S
         kids: list[int] = []
         while len(kids) < 2:
             assert time.monotonic() < end and proc.poll() is None, "client processes did not start"
@@ -117,11 +131,11 @@ def test_ctrl_c_during_separation_leaves_no_orphan(tmp_path: Path) -> None:
             kids = children_of(proc.pid)
         time.sleep(1.5)  # populations are being loaded into the clients by now
         os.killpg(proc.pid, signal.SIGINT)
-        code = wait_exit(proc, 20)
+        code = wait_exit(proc, PROCESS_WAIT_S)
         err = proc.stderr.read().decode() if proc.stderr else ""
         assert code == 130, err
         assert "interrupted" in err and "Traceback" not in err, err
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + PROCESS_WAIT_S
         while any(alive(k) for k in kids) and time.monotonic() < deadline:
             time.sleep(0.1)
         assert not any(alive(k) for k in kids), "a client process outlived the launcher"
@@ -136,7 +150,7 @@ def test_the_cli_and_the_client_import_no_simulation() -> None:
         "import sys, ldp.cli.main, ldp.experiment, ldp.wire.client; "
         "print(sorted({m.split('.')[0] for m in sys.modules if m.split('.')[0] in ('scipy', 'matplotlib') or m.startswith('ldp.simulations.')}))"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=30)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=PROCESS_WAIT_S)
     assert out.returncode == 0 and out.stdout.decode().strip() == "[]", out.stderr.decode()
 
 

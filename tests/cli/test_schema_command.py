@@ -28,6 +28,7 @@ from ldp.wire.aggregator import ShardClaim
 from ldp.wire.client import EXIT_CLOSED, EXIT_REJECTED, run_client
 from ldp.wire.client_config import ClientConfig
 from ldp.wire.v1 import aggregator_pb2 as pb
+from tests.waits import PROCESS_WAIT_S
 from tests.wire.hostile import HostileAggregator
 
 pytestmark = pytest.mark.timeout(120)
@@ -149,7 +150,7 @@ async def test_a_description_built_from_the_inferred_schema_is_caught(tmp_path: 
     async with HostileAggregator() as agg:
         client = asyncio.ensure_future(run_client(agg.address, ShardClaim(0, 1), config, connect_timeout_s=30, say=said.append))
         description, _ = await _describe(agg, n)
-        assert await asyncio.wait_for(client, 30) == EXIT_CLOSED
+        assert await asyncio.wait_for(client, PROCESS_WAIT_S) == EXIT_CLOSED
     assert description == PopulationDescription(n, infer_schema(data)).to_json()
     assert leaked_columns(description, data) == ["age", "kids", "income"]  # the check catches it
     if name == "one-row":  # the whole record, 37, 1, 52, read off the lows

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.waits import PROCESS_WAIT_S
 from tests.wire.proc_helpers import PYTHON, free_port, reap, wait_exit
 
 pytestmark = pytest.mark.timeout(180)
@@ -53,7 +54,7 @@ def test_a_separation_served_to_standby_clients_equals_the_in_process_run(tmp_pa
         )
         assert wait_exit(serve, 150) == 0, serve.stderr.read().decode() if serve.stderr else ""
         out = serve.stdout.read().decode() if serve.stdout else ""
-        assert wait_exit(clients, 20) == 0
+        assert wait_exit(clients, PROCESS_WAIT_S) == 0
     finally:
         reap(serve, clients)
     # The same experiment, rows and columns; not the same numbers bit for bit: clients a user

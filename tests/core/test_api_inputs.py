@@ -331,11 +331,24 @@ def test_unchecked_specs_still_reach_the_users_side() -> None:
             LocalRandomizer.build(bad, CC.schema)
 
 
-def _readme_tour() -> str:
+def _readme_tour(which: int = 1) -> str:
+    """The README tour's python blocks: 0, the user's own column in three lines; 1, the same
+    question asked by hand (sessions, randomizers, estimators)."""
     text = (ROOT / "README.md").read_text()
-    match = re.search(r"## A short tour of the API\s+```python\n(.*?)```", text, re.S)
-    assert match, "the README's tour moved"
-    return match.group(1)
+    section = re.search(r"## A short tour of the API\n(.*?)\n## ", text, re.S)
+    assert section, "the README's tour moved"
+    blocks = re.findall(r"```python\n(.*?)```", section.group(1), re.S)
+    assert len(blocks) >= 2, "the README's tour lost a block"
+    return blocks[which]
+
+
+def test_the_readme_tour_starts_with_the_users_own_column(capsys: pytest.CaptureFixture[str]) -> None:
+    """The tour's first block, three lines on a column: it prints the estimates of each colour."""
+    code = _readme_tour(0)
+    assert len([line for line in code.splitlines() if line.strip()]) == 3, code
+    exec(compile(code, "README.md", "exec"), {"__name__": "tour"})
+    out = capsys.readouterr().out
+    assert all(colour in out for colour in ("red", "green", "blue")) and "95 %" in out, out
 
 
 def test_the_readme_tour_runs(capsys: pytest.CaptureFixture[str]) -> None:
@@ -416,8 +429,25 @@ def _sweep() -> dict[str, tuple[Callable[..., Any], dict[str, Any], dict[str, st
         "grpc_oracle_factory": (lambda processes: _enter(ldp.grpc_oracle_factory(processes)), dict(processes=1), dict(processes="processes")),
         "load_data": (ldp.load_data, dict(path=str(ROOT / "no-such-file.csv")), dict(path="data file")),
         "run": (ldp.run, dict(coroutine=None), dict(coroutine="coroutine")),
+        "frequencies": (ldp.frequencies, dict(column=COLUMN, epsilon=1.0, oracle="grr", processes=None, seed=0, truth=False),
+                        dict(column="column", epsilon="epsilon", oracle="oracle", processes="processes", seed="seed", truth="truth")),
+        "heavy_hitters": (ldp.heavy_hitters, dict(column=COLUMN, epsilon=1.0, k=2, oracle="grr", seed=0),
+                          dict(column="column", epsilon="epsilon", k="k", oracle="oracle", seed="seed")),
+        "mean": (ldp.mean, dict(column=COLUMN, epsilon=1.0, bounds=(0, 2), oracle="duchi", out_of_range="clip", seed=0),
+                 dict(column="column", epsilon="epsilon", bounds="bounds", oracle="oracle", out_of_range="out_of_range", seed="seed")),
+        "DataLROracle": (ldp.DataLROracle, dict(data=_penguins(), budget=1.0, key=bytes(32), shards=1), dict(data="data", budget="budget", key="key", shards="shards")),
+        "launch_data": (lambda data_path, budget, processes: _enter(ldp.launch_data(data_path, PENGUINS.with_suffix(".schema.json"), budget=budget, key=bytes(32), processes=processes)),
+                        dict(data_path=PENGUINS, budget=1.0, processes=1), dict(data_path="data file", budget="budget", processes="processes")),
         "register_experiment": (ldp.register_experiment, dict(experiment=_registered_experiment()), dict(experiment="experiment")),
     }  # fmt: skip
+
+
+COLUMN = np.array([0, 1, 2, 1] * 250)  # 1,000 users, three categories
+PENGUINS = ROOT / "simulations" / "data" / "penguins.csv"
+
+
+def _penguins() -> Any:
+    return ldp.load_data(PENGUINS, PENGUINS.with_suffix(".schema.json"))
 
 
 def _registered_experiment() -> Any:
@@ -434,7 +464,7 @@ def test_the_sweep_covers_the_public_api() -> None:
     """Every public name that takes arguments has a row (classes with no constructor of their
     own, the errors and the version are the exceptions)."""
     covered = {name.split(".")[0] for name in _sweep()}
-    exempt = {"LDPError", "ParameterError", "LROracle", "LocalRandomizer", "Reports", "randomizer_kinds", "record_query", "conjunction", "product", "__version__", "Request"}
+    exempt = {"LDPError", "ParameterError", "LROracle", "LocalRandomizer", "Reports", "Estimates", "randomizer_kinds", "record_query", "conjunction", "product", "__version__", "Request"}
     assert set(ldp.__all__) - covered - exempt == set()
 
 

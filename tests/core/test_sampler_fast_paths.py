@@ -124,3 +124,43 @@ def test_pack_bits_is_one_shift_and_or_per_column(width: int) -> None:
     for k in range(width):
         expected |= columns[:, k].astype(np.int64) << (width - 1 - k)
     assert np.array_equal(_pack_bits(columns), expected)
+
+
+def reference_category_counts(reports: np.ndarray, categories: tuple[float, ...]) -> np.ndarray:
+    """The plain count: for each category, how many reports equal it (a search per report)."""
+    cats = np.asarray(categories, dtype=np.float64)
+    r = np.asarray(reports, dtype=np.float64)
+    return np.array([(r == c).sum() for c in cats], dtype=np.int64)
+
+
+@pytest.mark.parametrize("categories", [(0.0, 1.0), (0.0, 1.0, 2.0, 3.0), (-2.0, -1.0, 0.0, 1.0), (3.0, 4.0, 5.0), (0.5, 1.5, 2.5), (0.0, 2.0, 5.0)])
+@pytest.mark.parametrize("dtype", [np.int16, np.int64, np.float64])
+def test_grr_estimator_counts_are_the_plain_counts(categories: tuple[float, ...], dtype: type) -> None:
+    """GRR's estimator counts with one bincount for consecutive integer categories (the usual
+    case) and a search otherwise: the counts equal the plain per-category count on reports with
+    every kind of junk a float column can hold (values outside, fractions, NaN, ±inf). A broken
+    shortcut that keeps fractional reports (drops the integral test) fails the float64 case."""
+    from ldp.core.rr_mechanisms import category_counts
+
+    rng = np.random.default_rng(5)
+    reports = rng.integers(-6, 9, 20_000).astype(dtype)
+    if dtype is np.float64:
+        reports[::7] += 0.5
+        reports[::11] = np.nan
+        reports[::13] = np.inf
+        reports[::17] = -np.inf
+    assert category_counts(reports, categories).tolist() == reference_category_counts(reports, categories).tolist()
+    if dtype is np.float64 and float(categories[0]).is_integer() and categories[-1] - categories[0] == len(categories) - 1:
+        low = categories[0]
+        broken = np.bincount((reports[np.isfinite(reports)] - low).astype(np.int64).clip(-1, len(categories)) + 1, minlength=len(categories) + 2)[1:-1]
+        assert broken.tolist() != reference_category_counts(reports, categories).tolist()
+
+
+def test_grr_frequencies_use_the_counts() -> None:
+    """The estimator on seeded reports is unchanged: (count/n − q)/(p − q) from the plain counts."""
+    rr = KaryRandomizedResponse(1.0, tuple(float(c) for c in range(16)))
+    inputs = (np.arange(N) % 16).astype(np.float64)
+    reports = rr.sample(inputs, DRAWS)
+    p, q = rr.keep_probability, rr.other_probability
+    expected = (reference_category_counts(reports, rr.categories) / N - q) / (p - q)
+    np.testing.assert_allclose(rr.frequencies(reports), expected, rtol=0, atol=1e-12)

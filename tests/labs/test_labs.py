@@ -289,6 +289,9 @@ def test_ldp_sim_lab_runs_a_lab_over_grpc_client_processes(tmp_path):
     assert local.returncode == 0, local.stderr[-3000:]
     rounds = lambda out: [line for line in out.splitlines() if line.startswith("round ")]  # noqa: E731
     assert rounds(grpc_run.stdout) == rounds(local.stdout) and len(rounds(local.stdout)) == 6
+    # then the lab's result table, through the Experiment protocol (the table `ldp-sim run lab2` prints)
+    table = lambda out: out[out.index("┃ round ┃ answered ┃ refused ┃") :].splitlines()[:9]  # noqa: E731
+    assert table(grpc_run.stdout) == table(local.stdout)
 
 
 def test_ldp_sim_lab_honours_ldp_quick_from_the_environment(tmp_path):
@@ -373,6 +376,20 @@ def lab_kernelspecs(tmp_path_factory):
     return specs
 
 
+def _kernel_env(out: Path) -> dict[str, str]:
+    """The lab kernel's environment (its process only; this process's os.environ is untouched):
+    quick mode, figures saved under ``out``, and no MPLBACKEND, so that the kernel picks the inline
+    backend as a user's Jupyter does (ipykernel sets it when MPLBACKEND is unset)."""
+    env = dict(os.environ, **QUICK_ENV, LDP_LAB_OUT=str(out))
+    env.pop("MPLBACKEND", None)
+    return env
+
+
+def inline_figures(nb) -> list:
+    """The figures an executed notebook shows under its cells: its PNG display outputs."""
+    return [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []) if o.output_type in ("display_data", "execute_result") and "image/png" in o.get("data", {})]
+
+
 @pytest.mark.parametrize("lab", LABS)
 def test_lab_runs_as_a_notebook(lab, tmp_path, lab_kernelspecs):
     """The labs are jupytext percent scripts: opened as notebooks, every cell must run in a Jupyter
@@ -385,10 +402,8 @@ def test_lab_runs_as_a_notebook(lab, tmp_path, lab_kernelspecs):
     assert sum(c.cell_type == "markdown" for c in nb.cells) >= 2 and sum(c.cell_type == "code" for c in nb.cells) >= 3
     km = AsyncKernelManager(kernel_name="ldp-labs", kernel_spec_manager=lab_kernelspecs)
     client = nbclient.NotebookClient(nb, km=km, timeout=120, startup_timeout=60, resources={"metadata": {"path": str(REPO)}})
-    # The kernel's environment goes to its process only (this process's os.environ is untouched).
-    env = dict(os.environ, **QUICK_ENV, LDP_LAB_OUT=str(tmp_path))
     try:
-        client.execute(env=env)
+        client.execute(env=_kernel_env(tmp_path))
     except nbclient.exceptions.CellExecutionError as exc:
         plain = re.sub(r"\x1b\[[0-9;]*m", "", str(exc))  # the kernel's traceback is ANSI-coloured
         pytest.fail(f"{lab} as a notebook: {plain[-3000:]}", pytrace=False)
@@ -400,3 +415,35 @@ def test_lab_runs_as_a_notebook(lab, tmp_path, lab_kernelspecs):
     stdout = "".join(o.get("text", "") for o in outputs if o.output_type == "stream" and o.get("name") == "stdout")
     assert "[exercise]" in stdout and "your turn" not in stdout
     assert list(tmp_path.rglob("*.png")), "a lab saves at least one figure"
+    assert inline_figures(nb), f"{lab} as a notebook shows no figure under its cells (is matplotlib's backend forced to Agg?)"
+
+
+def test_the_inline_figure_check_catches_a_lab_that_forces_agg(tmp_path, lab_kernelspecs):
+    """The labs used to call ``matplotlib.use("Agg")`` when imported: a notebook then showed no
+    figure. Lab 2 with that call put back (a first cell) runs, saves its PNG, and shows nothing."""
+    import jupytext
+    import nbclient
+    import nbformat
+    from jupyter_client.manager import AsyncKernelManager
+
+    nb = jupytext.read(LAB_DIR / "lab2_budgets.py")
+    nb.cells.insert(0, nbformat.v4.new_code_cell('import matplotlib\nmatplotlib.use("Agg")'))
+    km = AsyncKernelManager(kernel_name="ldp-labs", kernel_spec_manager=lab_kernelspecs)
+    nbclient.NotebookClient(nb, km=km, timeout=120, startup_timeout=60, resources={"metadata": {"path": str(REPO)}}).execute(env=_kernel_env(tmp_path))
+    assert list(tmp_path.rglob("*.png")) and not inline_figures(nb)
+
+
+@pytest.mark.parametrize(("setup", "expected"), [("", "agg"), ("MPLBACKEND=svg", "svg"), ("use:pdf", "pdf")])
+def test_the_labs_choose_agg_only_when_no_backend_is_chosen(setup, expected, tmp_path):
+    """A plain run with nothing chosen gets Agg (figures saved, never shown); a backend chosen by
+    MPLBACKEND or by ``matplotlib.use`` before the lab's import is kept. (MPLCONFIGDIR: an empty
+    folder, so that a matplotlibrc of this machine's user chooses nothing.)"""
+    env = {k: v for k, v in os.environ.items() if k != "MPLBACKEND"} | {"MPLCONFIGDIR": str(tmp_path)}
+    code = "import ldp.simulations.labs.common, matplotlib; print(matplotlib.get_backend().lower())"
+    if setup.startswith("MPLBACKEND="):
+        env["MPLBACKEND"] = setup.split("=", 1)[1]
+    elif setup:
+        code = f"import matplotlib; matplotlib.use({setup.split(':')[1]!r}); " + code
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == expected

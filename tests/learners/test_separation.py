@@ -24,10 +24,11 @@ async def test_tiny_run_writes_every_output_and_uses_the_factory(tmp_path) -> No
 
     config = Config(
         trials=3,
+        seed_count=1,
         cap=20_000,
         resolution=1.5,
         masked_d=(2,),
-        learners=("LI", "LNI", "LNI-b", "central-A*", "central-occam", "local-parity"),
+        learners=("LI-corr", "LI", "LNI", "LNI-shared", "LNI-b", "central-A*", "central-occam", "local-parity"),
         central_parity_d=(8, 16),
         occam_d=(4,),
         local_parity_d=(4,),
@@ -43,16 +44,19 @@ async def test_tiny_run_writes_every_output_and_uses_the_factory(tmp_path) -> No
     rows = {(r["learner"], r["d"]): r for r in result["rows"]}
     assert rows[("LI", 2)]["status"] == "ok" and rows[("central-A*", 16)]["status"] == "ok"
     assert rows[("LNI-b", 2)]["status"] == "> cap"
-    for name in ("result.json", "users_needed.csv", "curves.csv", "table.md", "separation.png"):
+    for name in ("result.json", "users_needed.csv", "summary.csv", "separation.csv", "curves.csv", "table.md", "separation.png"):
         assert (tmp_path / name).stat().st_size > 0
-    assert json.loads((tmp_path / "result.json").read_text())["rows"][0]["learner"] == "LI"
+    assert json.loads((tmp_path / "result.json").read_text())["rows"][0]["learner"] == "LI-corr"
     assert "Thm 3.8" in result["table"] and "Lemma 4.3" in result["table"] and "Thm 3.7" in result["table"]
     # every size the search tried carries k/T and its Clopper–Pearson interval; the bracket meets the resolution
     li = rows[("LI", 2)]
     assert li["last_failing"] < li["users_needed"] <= 1.5 * li["last_failing"]
     low, high = li["ci"]
     assert 0.0 <= low <= li["successes"] / li["trials"] <= high <= 1.0
-    assert rows[("LNI", 2)]["lni_lower_bound"] > 0 and result["ratios"][0]["d"] == 2
+    # the headline: the sharpest learners side by side with the three bounds for any one-round protocol
+    (q,) = result["ratios"]
+    assert q["d"] == 2 and set(q["bounds"]) == {"BH", "KL", "TV"} and q["LI_learner"] in ("LI-corr", "LI")
+    assert not result["rule"]["clopper_pearson"] and "too few for a 95% lower bound" in result["table"]  # 3 trials: all must succeed
     # --render rebuilds the same table from result.json alone
     from ldp.simulations.separation import render
 

@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 from ldp.core.budget import Ledger, charge_units
 from ldp.core.errors import LDPError, ParameterError
 from ldp.local.ledger_store import LedgerStore, MemoryLedgerStore, SqliteLedgerStore, open_store
+from tests.waits import PROCESS_WAIT_S
 
 REPO = Path(__file__).resolve().parents[2]
 X = "a" * 64  # identities: e.g. SHA-256 hex of the data's secret description
@@ -490,7 +491,7 @@ def check_kill_9(directory: Path, *, broken: bool, kills: int = 3, seed: int = 1
             started = int(first_line.split()[1])
             target = started + rnd.randint(3, 40)
             printed = started
-            deadline = time.monotonic() + 20
+            deadline = time.monotonic() + PROCESS_WAIT_S
             while printed < target and time.monotonic() < deadline:
                 line = child.stdout.readline()
                 if not line:
@@ -499,7 +500,7 @@ def check_kill_9(directory: Path, *, broken: bool, kills: int = 3, seed: int = 1
             time.sleep(rnd.random() * 0.004)
             child.send_signal(signal.SIGKILL)
             rest = child.stdout.read()
-            child.wait(timeout=10)
+            child.wait(timeout=PROCESS_WAIT_S)
         finally:
             if child.poll() is None:
                 child.kill()
@@ -547,7 +548,7 @@ time.sleep(60)
         assert child.stdout.readline().strip() == "charged"
     finally:
         child.send_signal(signal.SIGKILL)
-        child.wait(timeout=10)
+        child.wait(timeout=PROCESS_WAIT_S)
     store = SqliteLedgerStore(tmp_path / "l.sqlite")
     ledger = store.open(X, 0, 10, 1.0)
     assert ledger.spent_units().tolist() == [QUARTER] * 10 and ledger.nonces().tolist() == [1] * 10
@@ -580,7 +581,7 @@ def test_two_processes_share_a_file(tmp_path):
     env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     children = [subprocess.Popen([sys.executable, "-c", SHARER, path, str(lo), "40"], env=env) for lo in (0, 400)]
     for child in children:
-        assert child.wait(timeout=60) == 0
+        assert child.wait(timeout=PROCESS_WAIT_S) == 0
     namespace: dict = {}
     exec(PATTERN, namespace)  # noqa: S102
     reference = Ledger(0, 800, namespace["BUDGET"])
@@ -706,7 +707,7 @@ def test_another_process_holding_the_users_is_refused_until_it_dies(tmp_path: Pa
             store.open(X, 90, 20, 1.0)
         store.open(X, 100, 20, 1.0)  # the holder's neighbours are free
         child.send_signal(signal.SIGKILL)
-        child.wait(timeout=30)
+        child.wait(timeout=PROCESS_WAIT_S)
         store.open(X, 0, 100, 1.0)
         store.close()
     finally:

@@ -12,10 +12,11 @@ import pytest
 
 from ldp.experiment import ExperimentArgs, get_experiment
 from ldp.wire.launcher import launch_local
+from tests.waits import PROCESS_WAIT_S
 from tests.wire.proc_helpers import PYTHON, alive, children_of, reap, wait_exit
 from tests.wire.wire_helpers import population
 
-pytestmark = pytest.mark.timeout(60)
+pytestmark = pytest.mark.timeout(2 * int(PROCESS_WAIT_S))  # a hang guard, above the waits it holds
 
 CLI = [PYTHON, "-m", "ldp.cli.main"]
 
@@ -27,7 +28,7 @@ def test_run_grpc_prints_a_table_and_leaves_no_process(tmp_path) -> None:  # typ
     time.sleep(0.5)
     kids = children_of(proc.pid)
     try:
-        out, err = proc.communicate(timeout=40)
+        out, err = proc.communicate(timeout=PROCESS_WAIT_S)
     finally:
         reap(proc)
     assert proc.returncode == 0, err.decode()
@@ -38,8 +39,8 @@ def test_run_grpc_prints_a_table_and_leaves_no_process(tmp_path) -> None:  # typ
 
 def test_inprocess_and_grpc_runs_print_the_same_numbers(tmp_path) -> None:  # type: ignore[no-untyped-def]
     args = ["run", "rr-demo", "--users", "4000", "--epsilon", "2", "--seed", "9", "--out", str(tmp_path)]
-    a = subprocess.run([*CLI, *args, "--transport", "inprocess"], capture_output=True, timeout=40)
-    b = subprocess.run([*CLI, *args, "--transport", "grpc", "--processes", "3"], capture_output=True, timeout=40)
+    a = subprocess.run([*CLI, *args, "--transport", "inprocess"], capture_output=True, timeout=PROCESS_WAIT_S)
+    b = subprocess.run([*CLI, *args, "--transport", "grpc", "--processes", "3"], capture_output=True, timeout=PROCESS_WAIT_S)
     assert a.returncode == b.returncode == 0
     table = lambda t: [line for line in t.decode().splitlines() if line.startswith("│")]  # noqa: E731
     assert table(a.stdout) == table(b.stdout) and len(table(a.stdout)) == 4
@@ -55,7 +56,7 @@ def test_inprocess_and_grpc_runs_print_the_same_numbers(tmp_path) -> None:  # ty
     ],
 )
 def test_user_mistakes_exit_2_without_traceback(args: list[str], message: str) -> None:
-    proc = subprocess.run([*CLI, *args], capture_output=True, timeout=30)
+    proc = subprocess.run([*CLI, *args], capture_output=True, timeout=PROCESS_WAIT_S)
     assert proc.returncode == 2
     assert message in proc.stderr.decode() and "Traceback" not in proc.stderr.decode()
 
@@ -71,7 +72,7 @@ def test_ctrl_c_leaves_no_orphan(whole_group: bool) -> None:
         start_new_session=True,  # its own process group, like a shell job
     )
     try:
-        end = time.monotonic() + 30
+        end = time.monotonic() + PROCESS_WAIT_S
         kids: list[int] = []
         while len(kids) < 2:
             assert time.monotonic() < end and proc.poll() is None, "client processes did not start"
@@ -82,11 +83,11 @@ def test_ctrl_c_leaves_no_orphan(whole_group: bool) -> None:
             os.killpg(proc.pid, signal.SIGINT)
         else:
             proc.send_signal(signal.SIGINT)
-        code = wait_exit(proc, 20)
+        code = wait_exit(proc, PROCESS_WAIT_S)
         err = proc.stderr.read().decode() if proc.stderr else ""
         assert code == 130, err
         assert "interrupted" in err and "Traceback" not in err, err
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + PROCESS_WAIT_S
         while any(alive(k) for k in kids) and time.monotonic() < deadline:
             time.sleep(0.1)
         assert not any(alive(k) for k in kids), "a client process outlived the launcher"

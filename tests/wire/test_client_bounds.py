@@ -43,6 +43,7 @@ from ldp.wire.client import EXIT_CLOSED, EXIT_LOST, EXIT_REJECTED, EXIT_RUN_FAIL
 from ldp.wire.launcher import EXIT_CLIENT_DIED, ClientProcess, launch_local, stop_clients
 from ldp.wire.v1 import aggregator_pb2 as pb
 from ldp.wire.v1 import aggregator_pb2_grpc as pb_grpc
+from tests.waits import PROCESS_WAIT_S
 from tests.wire.hostile import BIT0, HostileAggregator, Peer, assignment, randomizer
 from tests.wire.proc_helpers import PYTHON, reap
 from tests.wire.wire_helpers import client_exit_code, population, spawn_one_client
@@ -304,7 +305,7 @@ async def test_launch_local_names_a_client_killed_while_the_experiment_runs() ->
     async with launch_local(population(n=200), processes=2, on_client_exit=lines.append) as oracle:
         victim = next(c for c in oracle.clients if c.claim.key == "1/2")
         victim.process.send_signal(signal.SIGKILL)
-        end = time.monotonic() + 10
+        end = time.monotonic() + PROCESS_WAIT_S
         while not lines:
             assert time.monotonic() < end, "the launcher did not report the killed client"
             await asyncio.sleep(0.05)
@@ -333,7 +334,7 @@ async def test_ldp_sim_clients_names_a_killed_client_and_exits_non_zero(tmp_path
             os.kill(victim_pid, signal.SIGKILL)
             await asyncio.sleep(1.0)
             await peers[0][0].send(pb.ServerMessage(close=pb.Close(reason="the experiment is over")))
-            end = time.monotonic() + 20
+            end = time.monotonic() + PROCESS_WAIT_S
             while parent.poll() is None:
                 assert time.monotonic() < end, "ldp-sim clients did not exit"
                 await asyncio.sleep(0.05)

@@ -81,7 +81,9 @@ def test_a_value_out_of_range_names_the_file_row_and_column(tmp_path: Path) -> N
     )
     err = proc.stderr.decode()
     assert proc.returncode == 2, err
-    assert "bad.csv" in err and "row 3" in err and "x_1" in err and "7" in err and "Traceback" not in err
+    assert "bad.csv" in err and "row 3" in err and "x_1" in err and "Traceback" not in err
+    # a served file's error names the cell and what is allowed, never its value (I3)
+    assert "the value is not allowed by field 'x' (low=0, high=1, step=1: one of 0, 1)" in err and "value 7" not in err
 
 
 def test_a_data_file_without_a_budget_is_refused_before_anything_runs(tmp_path: Path) -> None:

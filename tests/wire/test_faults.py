@@ -21,10 +21,11 @@ from ldp.wire import codec
 from ldp.wire.aggregator import GrpcAggregator
 from ldp.wire.client_config import ClientConfig
 from ldp.wire.launcher import launch_local
+from tests.waits import PROCESS_WAIT_S
 from tests.wire.proc_helpers import PYTHON, free_port, read_until, reap, wait_exit
 from tests.wire.wire_helpers import ledger_of, population, rr
 
-pytestmark = pytest.mark.timeout(60)
+pytestmark = pytest.mark.timeout(2 * int(PROCESS_WAIT_S))  # a hang guard, above the waits it holds
 
 
 async def _wait_process(proc: subprocess.Popen[bytes], timeout_s: float) -> int:
@@ -156,7 +157,7 @@ def test_aggregator_killed_clients_exit_with_a_clear_message(tmp_path: Path) -> 
         client = subprocess.Popen([PYTHON, "-m", "ldp.wire.client", "--connect", address, "--config", str(config), "--shard", "0/2"], stderr=subprocess.PIPE)
         read_until(serve.stdout, "shard 0/2 connected", 20)  # type: ignore[arg-type]
         serve.send_signal(signal.SIGKILL)
-        code = wait_exit(client, 10)
+        code = wait_exit(client, PROCESS_WAIT_S)
         err = client.stderr.read().decode() if client.stderr else ""
         assert code == 1, err
         assert "lost the aggregator" in err or "ended the stream" in err, err
@@ -184,10 +185,10 @@ def test_clients_wait_for_a_late_aggregator_then_exit_on_close(tmp_path: Path) -
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
         )
-        assert wait_exit(serve, 40) == 0, serve.stderr.read() if serve.stderr else b""
+        assert wait_exit(serve, PROCESS_WAIT_S) == 0, serve.stderr.read() if serve.stderr else b""
         out = serve.stdout.read().decode() if serve.stdout else ""
         assert "Randomized response of one bit" in out and "shard 0/1.1/2 connected" in out, out
-        assert wait_exit(clients, 15) == 0
+        assert wait_exit(clients, PROCESS_WAIT_S) == 0
         err = clients.stderr.read().decode() if clients.stderr else ""
         assert err.count("the aggregator closed the connection") == 2, err
     finally:

@@ -1,0 +1,695 @@
+"""The short API: the frequencies, mean or heavy hitters of one column under ε-LDP, in one call.
+
+>>> import ldp, numpy as np
+>>> colours = np.random.default_rng(0).choice(["red", "green", "blue"], size=10_000, p=[0.5, 0.3, 0.2])
+>>> print(ldp.frequencies(colours, epsilon=1.0, seed=0))  # doctest: +ELLIPSIS
+frequencies of value: 10000 users, ε = 1 (grr), ...
+category  estimate  95 % interval
+blue      0.2...
+
+The caller plays two roles at once (docs/design.md §2a): the *data owner*, whose column becomes
+the users' records in this process (``ldp.core.column``), and the *experiment*, which owns the
+seed and launches the client processes. Everything in between is the same users' side as the
+rest of the project: each user is a row of a ``Shard`` with its ledger (charged ε before its
+report leaves), its budget (exactly ε: one report each) and its exact sampler keyed by the
+report key; the aggregator's side sees only reports and the public description. With
+``processes=P`` the same records are written to a CSV file with its declared schema and hosted
+by P client processes over loopback gRPC (``ldp.wire.data_clients.launch_data``): for the same
+seed, the reports, hence the estimates, are bit-identical to the in-process run.
+
+``ldp-sim estimate --data FILE --column NAME`` (``ldp.cli.estimate``) asks the same ``Question``
+through ``estimate_file``: one way to do it, so the command and the API agree bit for bit.
+
+Estimates and intervals
+-----------------------
+- Frequencies: the frequency oracle's unbiased estimate f̂(x) = (C(x)/n − q*)/(p* − q*) with
+  its exact variance Var f̂(x) = [f p*(1 − p*) + (1 − f) q*(1 − q*)]/(n (p* − q*)²) at the
+  realized p*, q* (Wang, Blocki, Li & Jha 2017; ``ldp.core.frequency_oracles``), evaluated at
+  the plug-in f = clip(f̂, 0, 1); the 95 % interval is f̂ ± 1.96·sd (normal approximation:
+  f̂ is a sum of n independent bounded terms). tests/test_quick_api.py measures its coverage.
+- ``oracle="auto"`` picks the oracle whose exact variance at f = 1/k is the smallest among GRR
+  (``kary_rr``), OLH and Hadamard Response, and also OUE and Subset Selection when k ≤ 256
+  (their reports are k bits; Wang et al. 2017 §5: GRR wins exactly when k − 2 < 3e^ε).
+- Means: the mechanism's unbiased report on the column mapped onto [−1, 1] (Duchi et al.,
+  Piecewise, Hybrid: ``ldp.core.mean_estimation``); sd = √(max_t Var(t)/n), the largest exact
+  variance over inputs t ∈ [−1, 1] (the users' inputs are unknown to the aggregator), so the
+  interval is conservative. ``oracle="auto"`` picks the smallest worst-case variance.
+- Heavy hitters: the k categories with the largest frequency estimates (the column's domain is
+  at most 2^15 categories; PEM for a domain of 2^d values is ``ldp.learners.heavy_hitters``).
+"""
+
+from __future__ import annotations
+
+import math
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ldp.core.column import ColumnData, frequency_column, mean_column
+from ldp.core.errors import LDPError, ParameterError, require_epsilon
+from ldp.core.frequency_oracles import frequency_estimates, frequency_variance
+from ldp.core.mean_estimation import from_unit_interval, unit_interval_query
+from ldp.core.query_specs import field_query
+from ldp.core.randomizers import LocalRandomizer, RandomizerSpec
+from ldp.core.rng import derive_key_bytes, secret_key
+from ldp.core.schema import Field, Schema
+from ldp.local.blocking import run
+from ldp.local.data_oracle import DataLROracle
+from ldp.local.messages import SessionKind
+from ldp.local.oracle import LROracle, Reports
+from ldp.local.session import Request, Session
+from ldp.local.shard import Holdings
+
+__all__ = [
+    "Estimates",
+    "Question",
+    "frequencies",
+    "mean",
+    "heavy_hitters",
+    "estimate_file",
+    "estimate_served",
+    "frequency_question",
+    "mean_question",
+    "ask",
+    "choose_frequency_oracle",
+    "choose_mean_oracle",
+    "report_key",
+    "FREQUENCY_ORACLES",
+    "MEAN_ORACLES",
+    "TASKS",
+    "Z95",
+]
+
+TASKS = ("frequencies", "mean", "heavy-hitters")
+# the short names the API and the command take → the registered randomizer kinds
+FREQUENCY_ORACLES: dict[str, str] = {"grr": "kary_rr", "oue": "oue", "olh": "olh", "hr": "hadamard_response", "ss": "subset_selection", "sue": "sue"}
+MEAN_ORACLES: dict[str, str] = {"duchi": "pm_rr", "piecewise": "piecewise", "hybrid": "hybrid"}
+Z95 = 1.959963984540054  # the standard normal's 97.5 % quantile
+_SMALL_K = 256  # OUE and SS reports are k bits: auto considers them up to this k
+_KEY_LABEL = "ldp.estimate"
+
+
+def report_key(seed: int | None) -> bytes:
+    """The users' report key: derived from ``seed`` (reproducible: the same seed, the same
+    reports, in process or over gRPC), or a fresh secret for ``None``."""
+    if seed is None:
+        return secret_key()
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise ParameterError(f"seed must be an integer or None, got {seed!r}")
+    return derive_key_bytes(_KEY_LABEL, int(seed))
+
+
+def _short(kind: str) -> str:
+    names = {v: k for k, v in {**FREQUENCY_ORACLES, **MEAN_ORACLES}.items()}
+    return names.get(kind, kind)
+
+
+# --- what is asked ---
+
+
+@dataclass(frozen=True)
+class Question:
+    """One column asked of every user: the task, the users' field, the randomizer and how its
+    estimate is read (labels for frequencies; for a mean, the field's range and the map
+    ``offset + factor·v`` from field units to the caller's)."""
+
+    task: str
+    column: str
+    field: Field
+    kind: str
+    epsilon: float
+    labels: tuple[Any, ...] = ()
+    offset: float = 0.0
+    factor: float = 1.0
+    top: int = 10
+
+    @property
+    def spec(self) -> RandomizerSpec:
+        if self.task == "mean":
+            return RandomizerSpec(self.kind, unit_interval_query(self.field.name, self.field.low, self.field.high), self.epsilon)
+        return RandomizerSpec(self.kind, field_query(self.field.name), self.epsilon)
+
+    @property
+    def oracle(self) -> str:
+        return _short(self.kind)
+
+
+def _one_field_schema(f: Field) -> Schema:
+    return Schema((f,))
+
+
+def choose_frequency_oracle(f: Field, epsilon: float) -> str:
+    """The kind with the smallest exact variance at f = 1/k for this field and ε (module docstring)."""
+    k = f.cardinality
+    kinds = ["kary_rr", "olh", "hadamard_response"] + (["oue", "subset_selection"] if k <= _SMALL_K else [])
+    schema = _one_field_schema(f)
+    best: tuple[float, str] | None = None
+    for kind in kinds:
+        try:
+            R = LocalRandomizer.build(RandomizerSpec(kind, field_query(f.name), epsilon), schema).randomizer
+        except LDPError:  # e.g. an oracle that does not take this k
+            continue
+        v = float(frequency_variance(R, 1.0 / k, 1))
+        if best is None or v < best[0] * (1 - 1e-9):  # a tie keeps the earlier (more compact) one
+            best = (v, kind)
+    assert best is not None
+    return best[1]
+
+
+def _mean_worst_variance(kind: str, epsilon: float) -> float:
+    schema = _one_field_schema(Field("t", 1, -1, 1))
+    R = LocalRandomizer.build(RandomizerSpec(kind, unit_interval_query("t", -1, 1), epsilon), schema).randomizer
+    return float(np.max(R.variance(np.linspace(-1.0, 1.0, 401))))
+
+
+def choose_mean_oracle(epsilon: float) -> str:
+    """The mean mechanism with the smallest worst-case exact variance over inputs in [−1, 1]."""
+    return min(MEAN_ORACLES.values(), key=lambda kind: _mean_worst_variance(kind, epsilon))
+
+
+def _kind(oracle: str, table: dict[str, str], what: str) -> str:
+    if not isinstance(oracle, str):
+        raise ParameterError(f"{what}: oracle must be 'auto' or one of {', '.join(table)}, got {oracle!r}")
+    if oracle in table:
+        return table[oracle]
+    if oracle in table.values():
+        return oracle
+    raise ParameterError(f"{what}: oracle must be 'auto' or one of {', '.join(table)}, got {oracle!r}")
+
+
+def frequency_question(column: str, f: Field, epsilon: float, oracle: str = "auto", labels: Sequence[Any] | None = None, task: str = "frequencies", top: int = 10) -> Question:
+    """Ask every user's ``f`` through a frequency oracle (``"auto"``: ``choose_frequency_oracle``)."""
+    epsilon = require_epsilon(epsilon)
+    kind = choose_frequency_oracle(f, epsilon) if oracle == "auto" else _kind(oracle, FREQUENCY_ORACLES, task)
+    return Question(task, column, f, kind, epsilon, tuple(labels) if labels is not None else tuple(f.values().tolist()), top=top)
+
+
+def mean_question(column: str, f: Field, epsilon: float, oracle: str = "auto", offset: float = 0.0, factor: float = 1.0) -> Question:
+    """Ask every user's ``f`` (values in [f.low, f.high]) through a mean mechanism."""
+    epsilon = require_epsilon(epsilon)
+    kind = choose_mean_oracle(epsilon) if oracle == "auto" else _kind(oracle, MEAN_ORACLES, "mean")
+    return Question("mean", column, f, kind, epsilon, offset=offset, factor=factor)
+
+
+# --- the result ---
+
+
+@dataclass(frozen=True)
+class Estimates:
+    """The answer to one ``Question``: estimates, 95 % intervals, the oracle and the transcript.
+
+    Parameters
+    ----------
+    task, column : str
+        ``frequencies``, ``mean`` or ``heavy-hitters``; the column's name.
+    oracle, kind : str
+        The oracle's short name (``grr``, ``olh``, ``hybrid``, ...) and its randomizer kind.
+    epsilon : float
+        What each user spent on this column.
+    users : int
+        How many users answered.
+    labels : tuple
+        Row j's category (the column's name for a mean).
+    estimates, low, high, sd : tuple of float
+        Per row: the unbiased estimate, its 95 % interval and its standard deviation.
+    transcript : dict
+        The session's (rounds, requests, ε, counts: never a record or a report).
+    truth : tuple of float, optional
+        The true values, only when asked for (the experimenter's yardstick, computed from the
+        records outside the protocol).
+
+    Examples
+    --------
+    >>> import ldp, numpy as np
+    >>> result = ldp.frequencies(np.array([0, 1, 1, 1] * 500), epsilon=2.0, seed=0)
+    >>> result.labels, result.users, result.transcript["rounds"][0]["requests"][0]["answered"]
+    ((0, 1), 2000, 2000)
+    >>> print(result)  # doctest: +ELLIPSIS
+    frequencies of value: 2000 users, ε = 2 (grr), estimate ± 1.96 sd
+    category  estimate  95 % interval
+    0         0.2...
+    """
+
+    task: str
+    column: str
+    oracle: str
+    kind: str
+    epsilon: float
+    users: int
+    labels: tuple[Any, ...]
+    estimates: tuple[float, ...]
+    low: tuple[float, ...]
+    high: tuple[float, ...]
+    sd: tuple[float, ...]
+    transcript: dict[str, Any] = field(repr=False, compare=False)
+    truth: tuple[float, ...] | None = None
+
+    def rows(self) -> list[dict[str, Any]]:
+        """One dict per row: column, task, label, estimate, low, high, sd (and truth)."""
+        out = []
+        for j, label in enumerate(self.labels):
+            row = {"column": self.column, "task": self.task, "oracle": self.oracle, "epsilon": self.epsilon, "users": self.users,
+                   "label": label, "estimate": self.estimates[j], "low": self.low[j], "high": self.high[j], "sd": self.sd[j]}
+            if self.truth is not None:
+                row["truth"] = self.truth[j]
+            out.append(row)
+        return out
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"task": self.task, "column": self.column, "oracle": self.oracle, "kind": self.kind, "epsilon": self.epsilon,
+                "users": self.users, "rows": self.rows(), "transcript": self.transcript}
+
+    def __str__(self) -> str:
+        head = f"{self.task} of {self.column}: {self.users} users, ε = {self.epsilon:g} ({self.oracle}), estimate ± 1.96 sd"
+        width = max([len("category")] + [len(str(v)) for v in self.labels])
+        lines = [head, f"{'category' if self.task != 'mean' else 'column':<{width}}  estimate  95 % interval" + ("  truth" if self.truth is not None else "")]
+        for j, label in enumerate(self.labels):
+            line = f"{str(label):<{width}}  {self.estimates[j]:<8.4g}  [{self.low[j]:.4g}, {self.high[j]:.4g}]"
+            if self.truth is not None:
+                line += f"  {self.truth[j]:.4g}"
+            lines.append(line)
+        return "\n".join(lines)
+
+
+# --- asking: one NON_INTERACTIVE session, one round, every question to every user ---
+
+
+async def ask(oracle: LROracle, questions: Sequence[Question], truth: Holdings | None = None, name: str = "estimate") -> list[Estimates]:
+    """Ask every user every question in one round and read each answer (module docstring).
+
+    ``truth``: the users' records, to add the true values (the experimenter's yardstick)."""
+    session = Session(oracle, SessionKind.NON_INTERACTIVE, name=name)
+    n = oracle.user_count
+    reports = await session.round([Request.of(range(n), q.spec) for q in questions])
+    transcript = session.transcript.to_json()
+    description = oracle.description
+    assert description is not None
+    records = truth.records(0, truth.size) if truth is not None else None
+    return [_read(q, rep, description.schema, transcript, records, truth) for q, rep in zip(questions, reports)]
+
+
+def _read(q: Question, rep: Reports, schema: Schema, transcript: dict[str, Any], records: np.ndarray | None, truth: Holdings | None) -> Estimates:
+    n = len(rep.answered_users)
+    if n != len(rep.status):
+        raise LDPError(f"{q.column}: {len(rep.status) - n} users did not answer ({rep.counts()}; {'; '.join(rep.errors)})")
+    R = LocalRandomizer.build(q.spec, schema).randomizer  # what each user ran, rebuilt from the public schema
+    values = records[:, schema.column(q.field.name)] if records is not None else None
+    if q.task == "mean":
+        lo, hi = q.field.low, q.field.high
+        unit = float(np.mean(R.estimate(rep.values)))
+        sd_unit = math.sqrt(_mean_worst_variance(q.kind, q.epsilon) / n)
+        est = q.offset + q.factor * float(from_unit_interval(unit, lo, hi))
+        sd = abs(q.factor) * sd_unit * (hi - lo) / 2.0
+        true = None if values is None else (q.offset + q.factor * float(np.mean(values.astype(np.float64))),)
+        return Estimates(q.task, q.column, q.oracle, q.kind, q.epsilon, n, (q.column,), (est,), (est - Z95 * sd,), (est + Z95 * sd,), (sd,), transcript, true)
+    f = np.asarray(frequency_estimates(R, rep.values), dtype=np.float64)
+    sd_all = np.sqrt(frequency_variance(R, np.clip(f, 0.0, 1.0), n))
+    cats = q.field.values()
+    true_all = None if values is None else np.array([np.mean(values == c) for c in cats])
+    order = np.arange(len(f))
+    if q.task == "heavy-hitters":
+        order = np.lexsort((order, -f))[: q.top]  # largest first; ties: the lower category
+    pick = order.tolist()
+    return Estimates(
+        q.task, q.column, q.oracle, q.kind, q.epsilon, n,
+        tuple(q.labels[j] for j in pick), tuple(float(f[j]) for j in pick),
+        tuple(float(f[j] - Z95 * sd_all[j]) for j in pick), tuple(float(f[j] + Z95 * sd_all[j]) for j in pick),
+        tuple(float(sd_all[j]) for j in pick), transcript,
+        None if true_all is None else tuple(float(true_all[j]) for j in pick),
+    )
+
+
+async def _ask_column(data: ColumnData, question: Question, key: bytes, processes: int | None, truth: bool) -> Estimates:
+    """The column's users, in process (one shard) or hosted by ``processes`` client processes."""
+    budget = question.epsilon
+    if processes is None:
+        (result,) = await ask(DataLROracle(data, budget, key), [question], data if truth else None)
+        return result
+    from ldp.wire.data_clients import launch_data  # the gRPC transport, imported only when asked for
+
+    with tempfile.TemporaryDirectory(prefix="ldp-column-") as folder:
+        path, schema = data.write_csv(folder)  # the data owner's own file: only its clients read it
+        async with launch_data(path, schema, budget=budget, key=key, processes=processes, loaded=data) as oracle:
+            (result,) = await ask(oracle, [question], data if truth else None)
+    return result
+
+
+def _run(coroutine: Any) -> Any:
+    return run(coroutine)  # ldp.run: a script or a notebook alike
+
+
+def _check_processes(processes: int | None) -> int | None:
+    if processes is None:
+        return None
+    from ldp.wire.launcher import check_processes
+
+    return check_processes(processes)
+
+
+def frequencies(
+    column: Any,
+    epsilon: float = 1.0,
+    *,
+    oracle: str = "auto",
+    categories: Sequence[Any] | None = None,
+    processes: int | None = None,
+    seed: int | None = None,
+    truth: bool = False,
+) -> Estimates:
+    """The frequency of each category of ``column`` under ε-LDP, with 95 % intervals.
+
+    >>> import ldp, numpy as np
+    >>> result = ldp.frequencies(np.array(["a", "b", "a", "c"] * 2500), epsilon=1.0)
+    >>> print(result)  # doctest: +SKIP
+
+    Each element is one user, who randomizes its value once (a ``Shard``: ledger, budget ε,
+    exact sampler); the estimates are the oracle's unbiased ones and the intervals come from
+    its exact variance (module docstring).
+
+    Parameters
+    ----------
+    column : numpy array, pandas Series or pyarrow Array / ChunkedArray
+        One value per user: strings, booleans or integers (categories), no missing value.
+    epsilon : float, default 1.0
+        Each user's ε: one report each, charged to its ledger before it leaves.
+    oracle : str, default "auto"
+        ``auto`` (the smallest exact variance, module docstring), ``grr``, ``oue``, ``olh``,
+        ``hr``, ``ss`` or ``sue``.
+    categories : sequence, optional
+        The domain, declared: every value must be one of them, and categories absent from the
+        column get estimates too. Default: the sorted distinct strings, or for integers
+        min..max by their gcd step (computed from the data: fine here, in the data owner's
+        process; a served deployment must declare it, ``ldp-sim clients --schema S``).
+    processes : int, optional
+        Run the same through this many client processes over loopback gRPC; default in process.
+    seed : int, optional
+        Derives the users' report key: the same seed gives the same estimates, bit for bit, in
+        process, over gRPC and through ``ldp-sim estimate``. Default: a fresh secret key.
+    truth : bool, default False
+        Also give the true frequencies (the caller's yardstick; outside the protocol).
+
+    Returns
+    -------
+    Estimates
+        ``labels``, ``estimates``, ``low``/``high`` (95 %), ``sd``, ``oracle``, ``epsilon``,
+        ``transcript``; ``str(result)`` is a table.
+
+    Raises
+    ------
+    ParameterError
+        A bad column (missing values, floats, too many categories), ε, oracle or processes.
+
+    Examples
+    --------
+    >>> result = ldp.frequencies(np.array(["a", "b", "a", "c"] * 2500), epsilon=1.0, seed=0, truth=True)
+    >>> result.oracle, result.labels, result.truth
+    ('grr', ('a', 'b', 'c'), (0.5, 0.25, 0.25))
+    >>> all(lo < t < hi for t, lo, hi in zip(result.truth, result.low, result.high))
+    True
+    """
+    processes = _check_processes(processes)
+    data = frequency_column(column, categories)
+    question = frequency_question(data.name, data.field, epsilon, oracle, data.labels)
+    return _run(_ask_column(data, question, report_key(seed), processes, truth))  # type: ignore[no-any-return]
+
+
+def heavy_hitters(
+    column: Any,
+    epsilon: float = 1.0,
+    *,
+    k: int = 10,
+    oracle: str = "auto",
+    categories: Sequence[Any] | None = None,
+    processes: int | None = None,
+    seed: int | None = None,
+    truth: bool = False,
+) -> Estimates:
+    """The ``k`` most frequent categories of ``column`` under ε-LDP, with their 95 % intervals.
+
+    ``frequencies`` read for its top k: the k largest estimates, largest first (ties: the
+    earlier category). For a domain of 2^d values too large to list, PEM is
+    ``ldp.learners.heavy_hitters.learn_heavy_hitters_pem``.
+
+    Parameters
+    ----------
+    column : numpy array, pandas Series or pyarrow Array / ChunkedArray
+        One category per user (as for ``frequencies``).
+    epsilon : float, default 1.0
+        Each user's ε (one report each).
+    k : int, default 10
+        How many categories to return, ≥ 1.
+    oracle, categories, processes, seed, truth
+        As for ``frequencies``.
+
+    Returns
+    -------
+    Estimates
+        The top k rows of ``frequencies``' result, largest estimate first.
+
+    Examples
+    --------
+    >>> import ldp, numpy as np
+    >>> words = np.array(["the"] * 500 + ["a"] * 300 + [f"w{i}" for i in range(200)])
+    >>> ldp.heavy_hitters(words, epsilon=2.0, k=2, seed=0).labels
+    ('the', 'a')
+    """
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise ParameterError(f"k must be an integer ≥ 1, got {k!r}")
+    processes = _check_processes(processes)
+    data = frequency_column(column, categories)
+    question = frequency_question(data.name, data.field, epsilon, oracle, data.labels, task="heavy-hitters", top=int(k))
+    return _run(_ask_column(data, question, report_key(seed), processes, truth))  # type: ignore[no-any-return]
+
+
+def mean(
+    column: Any,
+    epsilon: float = 1.0,
+    *,
+    bounds: tuple[float, float],
+    oracle: str = "auto",
+    out_of_range: str = "refuse",
+    processes: int | None = None,
+    seed: int | None = None,
+    truth: bool = False,
+) -> Estimates:
+    """The mean of a numeric ``column`` with values in the declared ``bounds``, under ε-LDP.
+
+    >>> import ldp, numpy as np
+    >>> ages = np.random.default_rng(1).integers(18, 90, size=100_000)
+    >>> result = ldp.mean(ages, epsilon=1.0, bounds=(0, 120))
+
+    Parameters
+    ----------
+    column : numpy array, pandas Series or pyarrow Array / ChunkedArray
+        One number per user, no missing value.
+    epsilon : float, default 1.0
+        Each user's ε (one report each).
+    bounds : (lo, hi)
+        The declared range of the values (public: never computed from the data). Integer
+        bounds on an integer column are exact; other values are rounded to a grid of
+        ``ldp.core.column.GRID`` steps over the range (an error ≤ (hi − lo)/32768).
+    oracle : str, default "auto"
+        ``auto`` (the smallest worst-case variance), ``duchi``, ``piecewise`` or ``hybrid``.
+    out_of_range : str, default "refuse"
+        A value outside ``bounds``: ``refuse`` (one line naming how many and the first row) or ``clip``.
+    processes, seed, truth
+        As for ``frequencies``.
+
+    Returns
+    -------
+    Estimates
+        One row: the estimate, its conservative 95 % interval (worst-case exact variance), sd.
+
+    Examples
+    --------
+    >>> result = ldp.mean(ages, epsilon=1.0, bounds=(0, 120), seed=0)
+    >>> bool(result.low[0] < ages.mean() < result.high[0]), result.oracle
+    (True, 'hybrid')
+    """
+    processes = _check_processes(processes)
+    data = mean_column(column, bounds, out_of_range)
+    assert data.bounds is not None
+    lo, hi = data.bounds
+    offset, factor = (0.0, 1.0) if data.kind == "values" else (lo, (hi - lo) / data.field.high)
+    question = mean_question(data.name, data.field, epsilon, oracle, offset, factor)
+    return _run(_ask_column(data, question, report_key(seed), processes, truth))  # type: ignore[no-any-return]
+
+
+# --- a data file's columns (ldp-sim estimate) ---
+
+
+def estimate_file(
+    path: str | Path,
+    columns: Sequence[str],
+    epsilon: float,
+    *,
+    task: str = "frequencies",
+    schema: str | Path | None = None,
+    oracle: str = "auto",
+    processes: int | None = None,
+    seed: int | None = None,
+    truth: bool = False,
+    top: int = 10,
+) -> list[Estimates]:
+    """``ldp-sim estimate``: each of ``columns`` of a CSV/Parquet file asked of every user, ε
+    split equally across them (each user spends ``epsilon`` in all, ε/m per column), in one
+    round; in process, or through ``processes`` client processes that read the file (a
+    declared ``schema`` is then required: invariant I3). A mean's range is the schema field's
+    low..high (declared, or inferred from the data in process)."""
+    from ldp.core.datafile import load_data
+
+    epsilon = require_epsilon(epsilon)
+    processes = _check_processes(processes)
+    if processes is not None and schema is None:  # served users need a declared schema (invariant I3)
+        from ldp.core.datafile import undeclared_schema_message
+
+        raise ParameterError(undeclared_schema_message(path))
+    if task not in TASKS:  # before the file is read
+        raise ParameterError(f"task must be one of {', '.join(TASKS)}, got {task!r}")
+    data = load_data(path, schema) if schema is not None else load_data(path, columns=list(dict.fromkeys(columns)))
+    questions = _questions(data, columns, epsilon, task, oracle, top)
+    key = report_key(seed)
+
+    async def go() -> list[Estimates]:
+        if processes is None:
+            return await ask(DataLROracle(data, epsilon, key), questions, data if truth else None)
+        from ldp.wire.data_clients import launch_data
+
+        assert schema is not None  # checked before the file was read
+        async with launch_data(path, schema, budget=epsilon, key=key, processes=processes, loaded=data) as lr:
+            return await ask(lr, questions, data if truth else None)
+
+    results: list[Estimates] = _run(go())
+    return results
+
+
+def _questions(data: Any, columns: Sequence[str], epsilon: float, task: str, oracle: str, top: int) -> list[Question]:
+    """One question per column, each at ε/m (the budget split equally across the m columns)."""
+    if task not in TASKS:
+        raise ParameterError(f"task must be one of {', '.join(TASKS)}, got {task!r}")
+    if not columns:
+        raise ParameterError("give at least one column (--column NAME)")
+    if len(set(columns)) != len(columns):
+        raise ParameterError(f"a column is named twice: {list(columns)}")
+    share = epsilon / len(columns)
+    questions = []
+    for name in columns:
+        f = _field_of(data, name)
+        if task == "mean":
+            offset, factor = _linear_values(data, f, name)
+            questions.append(mean_question(name, f, share, oracle, offset, factor))
+        else:
+            questions.append(frequency_question(name, f, share, oracle, _labels(data, f), task=task, top=top))
+    return questions
+
+
+@dataclass(frozen=True)
+class _Declaration:
+    """A schema file read without its data (``estimate_served``): the same reading interface as
+    a ``DataPopulation`` (schema, columns, labels, values)."""
+
+    schema: Schema
+    columns: tuple[str, ...]
+    spec: Any
+
+    def labels(self, name: str) -> Any:
+        return self.spec(name).labels
+
+    def values(self, name: str) -> Any:
+        return self.spec(name).values()
+
+
+def estimate_served(
+    bind: str,
+    schema: str | Path,
+    users: int,
+    columns: Sequence[str],
+    epsilon: float,
+    *,
+    task: str = "frequencies",
+    oracle: str = "auto",
+    top: int = 10,
+    wait_s: float = 600.0,
+    on_listening: Any = None,
+) -> list[Estimates]:
+    """``ldp-sim estimate --bind HOST:PORT``: the aggregator alone, for remote client processes
+    (``ldp-sim clients --connect HOST:PORT --data FILE --schema S --budget E``) that hold the
+    ``users`` users; it knows only the declared ``schema`` and ``users`` (their public
+    description), waits up to ``wait_s`` for the clients to cover every user, asks the same
+    questions as ``estimate_file`` and sends Close. ``on_listening(address)`` is called once bound."""
+    from ldp.core.datafile import read_declaration
+    from ldp.core.population import PopulationDescription
+
+    epsilon = require_epsilon(epsilon)
+    declared = read_declaration(schema)
+    data = _Declaration(declared.schema, tuple(declared.columns), declared.spec)
+    questions = _questions(data, columns, epsilon, task, oracle, top)
+
+    async def go() -> list[Estimates]:
+        from ldp.wire.aggregator import GrpcAggregator, GrpcLROracle
+
+        aggregator = GrpcAggregator(PopulationDescription(users, declared.schema), bind)
+        await aggregator.start()
+        try:
+            if on_listening is not None:
+                on_listening(aggregator.address)
+            await aggregator.wait_for_shards(wait_s)
+            results = await ask(GrpcLROracle(aggregator), questions)
+        except BaseException as exc:
+            reason = " ".join(str(exc).split())[:300] or type(exc).__name__
+            await aggregator.close(f"the experiment failed: {reason}", failed=True)  # the clients learn why (they exit 3)
+            raise
+        await aggregator.close("the experiment is over")
+        return results
+
+    results: list[Estimates] = _run(go())
+    return results
+
+
+def _labels(data: Any, f: Field) -> tuple[Any, ...]:
+    """What each record value of ``f`` stands for: a category field's declared labels (the
+    last may be the missing-value slot), else the field's values."""
+    labels_of = getattr(data, "labels", None)
+    labels = labels_of(f.name) if callable(labels_of) else None
+    return tuple(labels) if labels is not None else tuple(f.values().tolist())
+
+
+def _linear_values(data: Any, f: Field, column: str) -> tuple[float, float]:
+    """(offset, factor) with value = offset + factor·(record value): the identity for integers,
+    the declared grid for a float field. A category, or a missing-value slot, has no mean."""
+    values_of = getattr(data, "values", None)
+    if not callable(values_of):
+        return 0.0, 1.0
+    values = np.asarray(values_of(f.name))
+    if values.dtype.kind not in "iuf" or len(values) != f.cardinality:
+        raise ParameterError(f"column {column!r} is a category field: a mean needs numbers (an integer or float field)")
+    values = values.astype(np.float64)
+    grid = f.values().astype(np.float64)
+    if not np.isfinite(values).all():
+        raise ParameterError(
+            f"column {column!r} keeps a missing-value slot (\"missing\": \"category\" or \"drop\"): a mean needs every user "
+            "to hold a number (\"missing\": \"refuse\", on a file without empty cells)"
+        )
+    factor = (values[-1] - values[0]) / (grid[-1] - grid[0])
+    offset = values[0] - factor * grid[0]
+    if not np.allclose(values, offset + factor * grid, rtol=1e-9, atol=1e-9 * max(1.0, float(np.abs(values).max()))):
+        raise ParameterError(f"column {column!r}: its values are not evenly spaced, so their mean is not a mean of the records")
+    return float(offset), float(factor)
+
+
+def _field_of(data: Any, column: str) -> Field:
+    """The schema field read from file column ``column`` (a field of length 1): the field of
+    that name, or the one the file column was read into."""
+    position = 0
+    columns = tuple(getattr(data, "columns", ()))
+    for f in data.schema:
+        if f.name == column or column in columns[position : position + f.length]:
+            if f.length != 1:
+                raise ParameterError(f"column {column!r} is part of field {f.name!r} of length {f.length}: ask a field of length 1")
+            return f  # type: ignore[no-any-return]
+        position += f.length
+    raise ParameterError(f"column {column!r} is not in the data (fields: {[f.name for f in data.schema]})")
