@@ -6,7 +6,8 @@ randomness, vectorized clients and servers) side by side with pure-LDP 1.2.0 and
 they need) at k ∈ {2, 16, 1024, 2^16}, ε ∈ {1, 4}, n ∈ {10^5, 10^6}. ``make bench-peers`` builds
 .venv-peers and runs this; the table goes in docs/benchmarks.md.
 
-- users/s: n / (client time + server time) for one estimate of all k frequencies.
+- users/s: n / (client + server CPU time, ``time.process_time``: the machine may be shared) for
+  one estimate of all k frequencies.
 - MSE ÷ theory: the mean over trials and categories of (f̂ − f)², divided by the mean over
   categories of that oracle's exact variance [f p*(1−p*) + (1−f) q*(1−q*)]/(n(p* − q*)²) at its own
   nominal (peers) or realized (ldp) p*, q* (``ldp.core.frequency_oracles``); ± one standard error
@@ -116,19 +117,19 @@ def run_ldp(oracle: str, k: int, eps: float, n: int, budget_s: float) -> dict[st
     R = ldp_oracle(oracle, k, eps)
     p, q = (float(x) for x in support_probabilities(R))
     pilot_n = min(n, 2000)
-    t = time.perf_counter()
+    t = time.process_time()
     ldp_counts(R, np.repeat(np.arange(k, dtype=np.float64), truth_counts(k, pilot_n)), 99, 0)
-    per_user = (time.perf_counter() - t) / pilot_n
+    per_user = (time.process_time() - t) / pilot_n
     n_run = n if per_user * n <= budget_s else max(pilot_n, int(budget_s / per_user) // 1000 * 1000)
     counts = truth_counts(k, n_run)
     inputs = np.repeat(np.arange(k, dtype=np.float64), counts)
     f = counts / n_run
     errors, seconds, trials = [], 0.0, 0
     while trials < 2000 and (trials == 0 or seconds < budget_s):
-        t = time.perf_counter()
+        t = time.process_time()
         c = ldp_counts(R, inputs, 1, trials)
         est = (c / n_run - q) / (p - q)
-        seconds += time.perf_counter() - t
+        seconds += time.process_time() - t
         errors.append(float(np.mean((est - f) ** 2)))
         trials += 1
     return dict(users_per_s=n_run * trials / seconds, mse=errors, theory=theory(p, q, f, n_run), trials=trials, n_run=n_run)
@@ -145,18 +146,18 @@ def peer_worker(job: dict[str, Any]) -> dict[str, Any]:  # pragma: no cover - ru
     run = _pure_ldp(oracle, k, eps) if lib == "pure-LDP" else _multi_freq(oracle, k, eps)
     run(np.arange(min(k, 20)))  # warm up (numba compiles multi-freq-ldpy's UE client)
     pilot_n = max(5, min(200, 2_000_000 // k))  # pure-LDP's OLH server hashes every user against every value
-    t = time.perf_counter()
+    t = time.process_time()
     run(np.repeat(np.arange(k), truth_counts(k, pilot_n)))
-    per_user = (time.perf_counter() - t) / pilot_n
+    per_user = (time.process_time() - t) / pilot_n
     n_run = n if per_user * n <= budget_s else max(pilot_n, int(budget_s / per_user))
     counts = truth_counts(k, n_run)
     data = np.random.default_rng(1).permutation(np.repeat(np.arange(k), counts))
     f = counts / n_run
     errors, seconds, trials = [], 0.0, 0
     while trials < 200 and (trials == 0 or seconds < budget_s):
-        t = time.perf_counter()
+        t = time.process_time()
         est = run(data)
-        seconds += time.perf_counter() - t
+        seconds += time.process_time() - t
         errors.append(float(np.mean((est - f) ** 2)))
         trials += 1
     return dict(users_per_s=n_run * trials / seconds, mse=errors, trials=trials, n_run=n_run)

@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -275,31 +275,35 @@ def plot(result: Result) -> Figure:
     """m_90 against d per learner, POINT_d and THRESH_d side by side (log users; d at the grid)."""
     fig, axes = new_figure(2, 5.6, 4.2)
     for ax, task in zip(axes, ("POINT_d", "THRESH_d")):
-        rows = [r for r in result.rows if r["task"] == task]
-        for learner in dict.fromkeys(r["learner"] for r in rows):
-            pts = [(r["bits"], r["m90"]) for r in rows if r["learner"] == learner and r["m90"] is not None]
-            if pts:
-                xs, ys = zip(*pts)
-                privacy = "ε-DP" if learner == "pure" else "(ε,δ)-DP"
-                ax.plot(xs, ys, marker="o", label=f"{learner} ({privacy})")
-        bits = sorted({r["bits"] for r in rows})
-        doubling = len(bits) > 2 and bits[-1] / bits[0] >= 8  # a doubling grid reads best on a log2 axis
-        if doubling:
-            ax.set_xscale("log", base=2)
-        if bits:
-            data_ticks(ax.xaxis, bits)
-        ax.set_yscale("log")
-        ax.set_xlabel(f"d (bits{', log scale' if doubling else ''}; domain size 2^d)")
-        ax.set_ylabel("users needed (m_90, log scale)")
-        ax.set_title(task)
-        ax.grid(True, which="major", alpha=0.3)
-        if ax.get_lines():
-            ax.legend(loc="best")
+        _task_axes(ax, task, [r for r in result.rows if r["task"] == task])
     plain = all(log_decades(ax.yaxis) <= 3.0 for ax in axes if ax.get_lines())
     for ax in axes:
         if ax.get_lines():
             readable_log_axis(ax.yaxis, plain)
     return fig
+
+
+def _task_axes(ax: Any, task: str, rows: list[dict[str, Any]]) -> None:
+    """One task's panel: each learner's m_90 against d."""
+    for learner in dict.fromkeys(r["learner"] for r in rows):
+        pts = [(r["bits"], r["m90"]) for r in rows if r["learner"] == learner and r["m90"] is not None]
+        if pts:
+            xs, ys = zip(*pts)
+            privacy = "ε-DP" if learner == "pure" else "(ε,δ)-DP"
+            ax.plot(xs, ys, marker="o", label=f"{learner} ({privacy})")
+    bits = sorted({r["bits"] for r in rows})
+    doubling = len(bits) > 2 and bits[-1] / bits[0] >= 8  # a doubling grid reads best on a log2 axis
+    if doubling:
+        ax.set_xscale("log", base=2)
+    if bits:
+        data_ticks(ax.xaxis, bits)
+    ax.set_yscale("log")
+    ax.set_xlabel(f"d (bits{', log scale' if doubling else ''}; domain size 2^d)")
+    ax.set_ylabel("users needed (m_90, log scale)")
+    ax.set_title(task)
+    ax.grid(True, which="major", alpha=0.3)
+    if ax.get_lines():
+        ax.legend(loc="best")
 
 
 def write_outputs(result: Result, out: Path) -> None:

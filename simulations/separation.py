@@ -64,7 +64,7 @@ import json
 import math
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -452,58 +452,70 @@ async def users_needed(trials: _Trials, learner: str, d: int, plan: int | None =
     passing n] until the ratio of its ends is ≤ ``resolution``."""
     c = trials.config
     evaluations: list[dict[str, Any]] = []
+
+    async def evaluate(n: int, early_stop: bool = True) -> bool:
+        ev = await _evaluate(trials, learner, d, n) if early_stop else await _evaluate(trials, learner, d, n, early_stop=False)
+        evaluations.append(ev)
+        return bool(ev["ok"])
+
     least = max(c.start_users, 4 * d + 8)  # every learner's smallest plan (K + 1 ≤ 2d + 3 users) fits
+    if plan is not None:
+        found, last_fail = await _bracket_from_plan(evaluate, min(max(int(plan), least), c.cap), least, c.cap)
+    else:
+        found, last_fail = await _bracket_by_doubling(evaluate, max(c.start_users, 2 * (d + 1)), c.cap)
+    if found is not None and last_fail is not None:
+        last_fail, found = await _bisect(evaluate, last_fail, found, c.resolution)
+    if found is None and c.full_at_cap and evaluations[-1]["trials"] < c.trials:
+        await evaluate(evaluations[-1]["users"], early_stop=False)
+    return _search_record(c, learner, d, plan, found, last_fail, evaluations)
+
+
+async def _bracket_from_plan(evaluate: Callable[[int], Awaitable[bool]], n: int, least: int, cap: int, step: float = 1.5) -> tuple[int | None, int | None]:
+    """From the plan ``n``: down by ``step`` while it passes, or up while it fails (within
+    [least, cap]); (first passing n, last failing n), either None if never seen."""
     found: int | None = None
     last_fail: int | None = None
-    if plan is not None:
-        step = 1.5
-        n = min(max(int(plan), least), c.cap)
-        ev = await _evaluate(trials, learner, d, n)
-        evaluations.append(ev)
-        if ev["ok"]:
+    if await evaluate(n):
+        found = n
+        while n > least:  # down until a size fails
+            n = max(least, int(round(n / step)))
+            if not await evaluate(n):
+                return found, n
             found = n
-            while n > least:  # down until a size fails
-                n = max(least, int(round(n / step)))
-                ev = await _evaluate(trials, learner, d, n)
-                evaluations.append(ev)
-                if not ev["ok"]:
-                    last_fail = n
-                    break
-                found = n
-        else:
-            last_fail = n
-            while n < c.cap:
-                n = min(c.cap, int(round(n * step)))
-                ev = await _evaluate(trials, learner, d, n)
-                evaluations.append(ev)
-                if ev["ok"]:
-                    found = n
-                    break
-                last_fail = n
-    else:
-        n = max(c.start_users, 2 * (d + 1))
-        while True:
-            ev = await _evaluate(trials, learner, d, n)
-            evaluations.append(ev)
-            if ev["ok"]:
-                found = n
-                break
-            last_fail = n
-            if n >= c.cap:
-                break
-            n = min(2 * n, c.cap)
-    if found is not None and last_fail is not None:
-        lo, hi = last_fail, found
-        while hi > lo * c.resolution:
-            mid = int(round(math.sqrt(lo * hi)))
-            if mid <= lo or mid >= hi:
-                break
-            ev = await _evaluate(trials, learner, d, mid)
-            evaluations.append(ev)
-            lo, hi = (lo, mid) if ev["ok"] else (mid, hi)
-        found, last_fail = hi, lo
-    if found is None and c.full_at_cap and evaluations[-1]["trials"] < c.trials:
-        evaluations.append(await _evaluate(trials, learner, d, evaluations[-1]["users"], early_stop=False))
+        return found, last_fail
+    last_fail = n
+    while n < cap:
+        n = min(cap, int(round(n * step)))
+        if await evaluate(n):
+            return n, last_fail
+        last_fail = n
+    return found, last_fail
+
+
+async def _bracket_by_doubling(evaluate: Callable[[int], Awaitable[bool]], n: int, cap: int) -> tuple[int | None, int | None]:
+    """No plan: double from ``n`` until a size passes or ``cap`` fails; (first passing, last failing)."""
+    last_fail: int | None = None
+    while True:
+        if await evaluate(n):
+            return n, last_fail
+        last_fail = n
+        if n >= cap:
+            return None, last_fail
+        n = min(2 * n, cap)
+
+
+async def _bisect(evaluate: Callable[[int], Awaitable[bool]], lo: int, hi: int, resolution: float) -> tuple[int, int]:
+    """Geometric bisection of [lo failing, hi passing] until hi/lo ≤ ``resolution``."""
+    while hi > lo * resolution:
+        mid = int(round(math.sqrt(lo * hi)))
+        if mid <= lo or mid >= hi:
+            break
+        lo, hi = (lo, mid) if await evaluate(mid) else (mid, hi)
+    return lo, hi
+
+
+def _search_record(c: Config, learner: str, d: int, plan: int | None, found: int | None, last_fail: int | None, evaluations: list[dict[str, Any]]) -> dict[str, Any]:
+    """One search's row of result.json: the verdict, its evaluation at the answer and just below."""
     final = [e for e in evaluations if e["users"] == (found if found is not None else last_fail)][-1]
     below = [e for e in evaluations if found is not None and e["users"] == last_fail]
     bound, source = LEARNERS[learner].bound(c, d)

@@ -64,32 +64,55 @@ def _masked_axes(ax: Any, result: dict[str, Any], summary: list[dict[str, Any]])
     seeds; open on a dotted line: planned), and the three lower bounds for any one-round protocol."""
     c = result["config"]
     for learner in dict.fromkeys(e["learner"] for e in summary):
-        mine = sorted((e for e in summary if e["learner"] == learner), key=lambda e: e["d"])
-        color, marker = STYLES.get(learner, ("k", "x"))
-        label = LABELS.get(learner, learner)
-        sim = [e for e in mine if e["source"] == "simulated" and e["users_needed"] is not None]
-        plan = [e for e in mine if e["source"] == "planned"]
-        if sim:
-            n = np.array([e["users_needed"] for e in sim], dtype=float)
-            low = np.array([e["users_min"] or e["users_needed"] for e in sim], dtype=float)
-            high = np.array([e["users_max"] or e["users_needed"] for e in sim], dtype=float)
-            ax.errorbar([e["d"] for e in sim], n, yerr=[n - low, high - n], color=color, marker=marker, capsize=3, label=f"{label} (simulated)")
-        if plan:
-            joined = (sim[-1:] if sim else []) + plan  # the dotted line continues the simulated one; markers on the planned points only
-            ax.plot([e["d"] for e in joined], [e["users_needed"] for e in joined], color=color, ls=":", lw=1.2, marker=marker, markerfacecolor="none",
-                    markersize=8, markevery=list(range(len(joined) - len(plan), len(joined))), label=f"{label} (planned)")
-        failed = [e for e in mine if e["source"] == "simulated" and e["users_needed"] is None]
-        if failed:
-            ax.scatter([e["d"] for e in failed], [e["failed_at"] or c["cap"] for e in failed], color=color, marker="^", s=90, zorder=5,
-                       label=f"{learner}: fails at the cap (more than this)")
+        _masked_learner(ax, learner, sorted((e for e in summary if e["learner"] == learner), key=lambda e: e["d"]), c["cap"])
     dims = sorted({e["d"] for e in summary})
-    grid = np.arange(min(dims), max(dims) + 1)
     if c["beta"] < 0.25:
-        lone = "_" if len(grid) < 2 else None  # a line through one point draws nothing: mark it
-        for name, (what, bound) in BOUNDS.items():
-            ls, lw = BOUND_STYLES[name]
-            ax.plot(grid, [bound(int(d), c["epsilon"], c["beta"]) for d in grid], color="black", ls=ls, lw=lw, marker=lone, markersize=12,
-                    label=f"any one-round protocol needs ≥ ({name}: {what})")
+        _masked_bounds(ax, c, np.arange(min(dims), max(dims) + 1))
+    _masked_labels(ax, result, c, dims)
+
+
+def _masked_learner(ax: Any, learner: str, mine: list[dict[str, Any]], cap: int) -> None:
+    """One learner's cells: simulated (median, bar over the seeds), planned (open markers on a
+    dotted line continuing the simulated one), and failures at the cap."""
+    style = (*STYLES.get(learner, ("k", "x")), LABELS.get(learner, learner))
+    sim = [e for e in mine if e["source"] == "simulated" and e["users_needed"] is not None]
+    plan = [e for e in mine if e["source"] == "planned"]
+    failed = [e for e in mine if e["source"] == "simulated" and e["users_needed"] is None]
+    if sim:
+        _draw_simulated(ax, sim, style)
+    if plan:
+        _draw_planned(ax, sim[-1:] + plan, len(plan), style)  # the dotted line continues the simulated one
+    if failed:
+        ax.scatter([e["d"] for e in failed], [e["failed_at"] or cap for e in failed], color=style[0], marker="^", s=90, zorder=5,
+                   label=f"{learner}: fails at the cap (more than this)")
+
+
+def _draw_simulated(ax: Any, sim: list[dict[str, Any]], style: tuple[str, str, str]) -> None:
+    color, marker, label = style
+    n = np.array([e["users_needed"] for e in sim], dtype=float)
+    low = np.array([e["users_min"] or e["users_needed"] for e in sim], dtype=float)
+    high = np.array([e["users_max"] or e["users_needed"] for e in sim], dtype=float)
+    ax.errorbar([e["d"] for e in sim], n, yerr=[n - low, high - n], color=color, marker=marker, capsize=3, label=f"{label} (simulated)")
+
+
+def _draw_planned(ax: Any, joined: list[dict[str, Any]], planned: int, style: tuple[str, str, str]) -> None:
+    """A dotted line through ``joined``, open markers on its last ``planned`` points only."""
+    color, marker, label = style
+    ax.plot([e["d"] for e in joined], [e["users_needed"] for e in joined], color=color, ls=":", lw=1.2, marker=marker, markerfacecolor="none",
+            markersize=8, markevery=list(range(len(joined) - planned, len(joined))), label=f"{label} (planned)")
+
+
+def _masked_bounds(ax: Any, c: dict[str, Any], grid: np.ndarray) -> None:
+    """The lower bounds for any one-round protocol over the d of ``grid`` (docs/theorem51.md)."""
+    lone = "_" if len(grid) < 2 else None  # a line through one point draws nothing: mark it
+    for name, (what, bound) in BOUNDS.items():
+        ls, lw = BOUND_STYLES[name]
+        ax.plot(grid, [bound(int(d), c["epsilon"], c["beta"]) for d in grid], color="black", ls=ls, lw=lw, marker=lone, markersize=12,
+                label=f"any one-round protocol needs ≥ ({name}: {what})")
+
+
+def _masked_labels(ax: Any, result: dict[str, Any], c: dict[str, Any], dims: list[int]) -> None:
+    """Axes, title and the legend, titled with the one-round / interactive ratios of 4 or more."""
     gaps = [f"d = {q['d']}: {'> ' if q['ratio_is_lower_limit'] else ''}×{q['ratio']:.0f}" for q in result.get("ratios") or [] if q.get("ratio") and q["ratio"] >= 4]
     data_ticks(ax.xaxis, dims)
     ax.set_yscale("log")

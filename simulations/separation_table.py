@@ -78,33 +78,35 @@ def summarize(rows: list[dict[str, Any]], planned: list[dict[str, Any]]) -> list
     keys = list(dict.fromkeys((r["learner"], r["d"]) for r in [*rows, *planned]))
     for learner, d in keys:
         sims = [r for r in rows if r["learner"] == learner and r["d"] == d]
-        plan = next((p for p in planned if p["learner"] == learner and p["d"] == d), None)
-        if not sims:
-            assert plan is not None
+        if sims:
+            out.append(_simulated_entry(learner, d, sims))
+        else:
+            plan = next(p for p in planned if p["learner"] == learner and p["d"] == d)
             out.append(plan | {"source": "planned", "users_needed": plan["planned"], "users_min": None, "users_max": None, "seeds": []})
-            continue
-        needed = [r["users_needed"] for r in sims]
-        ok = [n for n in needed if n is not None]
-        failed = len(ok) < len(needed)
-        first = sims[0]
-        out.append(
-            {
-                "learner": learner,
-                "family": first["family"],
-                "model": first["model"],
-                "d": d,
-                "source": "simulated",
-                "seeds": [r.get("seed") for r in sims],
-                "users_needed": None if failed else int(np.median(ok)),
-                "users_min": min(ok) if ok else None,
-                "users_max": max(ok) if ok and not failed else None,
-                "failed_at": max(r["last_failing"] or 0 for r in sims) if failed else None,
-                "planned": first.get("planned"),
-                "bound": first.get("bound"),
-                "bound_source": first.get("bound_source"),
-            }
-        )
     return out
+
+
+def _simulated_entry(learner: str, d: int, sims: list[dict[str, Any]]) -> dict[str, Any]:
+    """The seeds' searches of one (learner, d): the median users, their range, or where it failed."""
+    needed = [r["users_needed"] for r in sims]
+    ok = [n for n in needed if n is not None]
+    failed = len(ok) < len(needed)
+    first = sims[0]
+    return {
+        "learner": learner,
+        "family": first["family"],
+        "model": first["model"],
+        "d": d,
+        "source": "simulated",
+        "seeds": [r.get("seed") for r in sims],
+        "users_needed": None if failed else int(np.median(ok)),
+        "users_min": min(ok) if ok else None,
+        "users_max": max(ok) if ok and not failed else None,
+        "failed_at": max(r["last_failing"] or 0 for r in sims) if failed else None,
+        "planned": first.get("planned"),
+        "bound": first.get("bound"),
+        "bound_source": first.get("bound_source"),
+    }
 
 
 def _entry(summary: list[dict[str, Any]], learner: str, d: int) -> dict[str, Any] | None:

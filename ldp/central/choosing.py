@@ -9,7 +9,8 @@ depends on k·m, not on the size of the solution set.
 
 **Privacy is conditional on the sample size** (Lemma 4.4): the mechanism is (ε,δ)-DP only when
 ``m ≥ (16/(αε))·ln(16k/(αεδ))``. :func:`choosing_mechanism` refuses smaller m with a ``ValueError`` that
-gives the minimum. (Exact δ below the minimum is far above the target, see ``tests/central/test_choosing.py``.)
+gives the minimum. (Exact δ below the minimum is far above the target, see ``tests/central/test_mechanisms.py``;
+the law the sampler really emits is audited exactly in ``tests/central/test_choosing_exact.py``.)
 Utility (Lemma 4.5): for ``m ≥ (16/(αε))·ln(16k/(αβεδ))`` the output is α-good (q ≥ opt − αm) w.p. ≥ 1−β.
 """
 

@@ -161,18 +161,22 @@ class SanPointsParameters:
 
 
 def san_points_parameters(alpha: float, beta: float, epsilon: float, delta: float) -> SanPointsParameters:
-    """ε1 = ε/sqrt(32 ln(5/δ)/α), δ1 = αδ/5, β1 = αβ/4 [RECON-M, pydp] and the composed guarantee.
+    """ε1 = ε/sqrt(8k ln(5/δ)), δ1 = 4δ/(5k), β1 = αβ/4 and the composed guarantee, for the
+    k = 2⌈2/α⌉ mechanisms SanPoints runs.
 
-    4/α mechanisms at (ε1, δ1) with δ' = δ/5 give ε_total = sqrt(8 ln(5/δ)/α)·ε1 + (8/α)ε1² ≤ ε and
-    δ_total = (4/α)δ1 + δ/5 = δ (advanced composition, BNS Thm 2.5; spec B6).
+    k mechanisms at (ε1, δ1) with δ' = δ/5 give ε_total = sqrt(2k ln(5/δ))·ε1 + 2k·ε1² ≤ ε and
+    δ_total = k·δ1 + δ/5 = δ (advanced composition, BNS Thm 2.5; spec B6). When 2/α is an integer
+    this is [RECON-M, pydp]'s ε1 = ε/sqrt(32 ln(5/δ)/α), δ1 = αδ/5 (k = 4/α). When it is not,
+    their 4/α undercounts the ⌈2/α⌉ rounds of two mechanisms each: at α = 0.45 their δ1 composes
+    to 10·δ1 + δ/5 = 0.11 > δ = 0.1 (tests/central/test_san_points_emitted_exact.py).
     """
     a = require_probability("alpha", alpha, high=0.5)
     b = require_probability("beta", beta, high=0.5)
     eps = require_epsilon(epsilon)
     dlt = require_probability("delta", delta)
-    eps1 = eps / math.sqrt(32.0 * math.log(5.0 / dlt) / a)
-    delta1 = a * dlt / 5.0
-    k = 4.0 / a
+    k = 2.0 * math.ceil(2.0 / a)  # each of the ⌈2/α⌉ rounds: Choosing, then a Laplace count
+    eps1 = eps / math.sqrt(8.0 * k * math.log(5.0 / dlt))
+    delta1 = 4.0 * dlt / (5.0 * k)
     eps_total = math.sqrt(2.0 * k * math.log(5.0 / dlt)) * eps1 + 2.0 * k * eps1**2
     return SanPointsParameters(
         eps1, delta1, a * b / 4.0, math.ceil(2.0 / a), choosing_min_sample_size(a / 2.0, eps1, delta1, 1),

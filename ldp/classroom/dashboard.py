@@ -46,7 +46,7 @@ from typing import Any
 from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
 
-from ldp.classroom.enrol import FINGERPRINT_HEX, ca_fingerprint, seat_proof
+from ldp.classroom.enrol import FINGERPRINT_HEX, ca_fingerprint, name_problem, seat_proof
 from ldp.core.errors import LDPError
 
 __all__ = ["ClassState", "Dashboard", "SeatRequest", "seat_proof", "ca_fingerprint", "FINGERPRINT_HEX", "clean_text", "inline_json", "CSP"]
@@ -55,7 +55,6 @@ log = logging.getLogger(__name__)
 
 _NONCE = re.compile(r"[0-9a-f]{32}")
 _HEX64 = re.compile(r"[0-9a-f]{64}")
-MAX_NAME = 40
 MAX_EVENTS = 30
 MAX_BODY = 4096  # bytes of a seat request (its JSON is ~250 bytes); more is a 413
 MAX_STREAMS = 256  # open SSE streams in all (a projector, the teacher's laptop, a few curious students)
@@ -95,16 +94,6 @@ def clean_text(text: Any, limit: int = 300) -> str:
     the page escapes it where it is shown (``textContent``; ``inline_json``)."""
     out = "".join("\ufffd" if unicodedata.category(c).startswith("C") else c for c in str(text))
     return out if len(out) <= limit else out[: limit - 1] + "…"
-
-
-def name_problem(name: str) -> str:
-    """'' if ``name`` may be shown as a student's name, else why not (any letters of any script,
-    digits, punctuation and spaces; 1..40 characters; no control or format characters)."""
-    if not 1 <= len(name) <= MAX_NAME or name != name.strip():
-        return f"name: 1 to {MAX_NAME} characters, no leading or trailing space"
-    if any(unicodedata.category(c).startswith("C") for c in name):
-        return "name: no control or format characters"
-    return ""
 
 
 class _NoTracebacks(logging.Filter):
@@ -181,7 +170,11 @@ class ClassState:
         return True
 
     def event(self, text: str) -> None:
-        self.data["events"] = [*self.data["events"], {"time": time.time(), "text": text}][-MAX_EVENTS:]
+        """Add a line to "What happened": numbered from 1 over the whole class (``n``), though
+        only the last ``MAX_EVENTS`` are kept, so a number never changes as the list scrolls."""
+        events = self.data["events"]
+        n = (events[-1].get("n", len(events)) if events else 0) + 1
+        self.data["events"] = [*events, {"n": n, "time": time.time(), "text": text}][-MAX_EVENTS:]
         self.changed()
 
 

@@ -20,12 +20,27 @@ from __future__ import annotations
 import hashlib
 import hmac
 import re
+import unicodedata
 
-__all__ = ["FINGERPRINT_HEX", "SEAT_SECRET_HEADER", "ca_fingerprint", "seat_commit", "seat_proof", "is_seat_secret"]
+__all__ = ["FINGERPRINT_HEX", "MAX_NAME", "SEAT_SECRET_HEADER", "ca_fingerprint", "name_problem", "seat_commit", "seat_proof", "is_seat_secret"]
 
 FINGERPRINT_HEX = 32  # hex digits of the CA fingerprint in the join command (128 bits)
 SEAT_SECRET_HEADER = "ldp-seat-secret"  # gRPC call metadata (lower case, as gRPC requires)
 _SECRET = re.compile(r"[0-9a-f]{64}")
+MAX_NAME = 40
+
+
+def name_problem(name: str) -> str:
+    """'' if ``name`` may be shown as a student's name, else why not: letters of any script
+    (``Zoë Ünïcode``, ``陈 Chen``), digits, punctuation and spaces; 1..40 characters; no control
+    or format characters (Unicode category C: terminal escapes, bidirectional overrides). The
+    student's ``join`` checks it before asking anything, the dashboard again on ``POST /seat``;
+    markup needs no rule here: the page only ever shows a name as text."""
+    if not 1 <= len(name) <= MAX_NAME or name != name.strip():
+        return f"name: 1 to {MAX_NAME} characters, no leading or trailing space, got {len(name)} characters"
+    if any(unicodedata.category(c).startswith("C") for c in name):
+        return "name: letters of any script, digits, punctuation and spaces; no control or format characters"
+    return ""
 
 
 def seat_proof(token: str, name: str, nonce: str, commit: str) -> str:

@@ -11,10 +11,23 @@ The questions' wording lives here, in code both sides run: a student's terminal 
 question from the *field* a request actually reads, never from text the teacher sends.
 
 Estimators (``Estimate``): the debiased mean of a binary question and the debiased frequencies
-of a categorical one, each with a 95 % normal-approximation confidence interval (mean ± 1.96·s/√n
-over the per-report unbiased estimates, s their sample standard deviation). They use the
-randomizers' own unbiased estimators (``Randomizer.estimate``, ``KaryRandomizedResponse.
-frequencies``: realized p and q), built from the request's spec exactly as the users built it.
+of a categorical one, each with a 95 % normal-approximation interval, estimate ± 1.96·sd, where sd
+is the randomizer's *exact* standard deviation, never a sample one (which is 0 when every report
+agrees, e.g. two identical OUE rows, and gave "95 % intervals" of width 0):
+
+- frequencies (GRR, OUE, any frequency oracle): ``frequency_estimates`` and the exact
+  ``frequency_variance`` [f p*(1 − p*) + (1 − f) q*(1 − q*)]/(n (p* − q*)²) at the realized p*, q*
+  (Wang, Blocki, Li & Jha 2017; ``ldp.core.frequency_oracles``), evaluated at f = clip(f̂, 0, 1):
+  the same two functions the short API uses (``ldp.experiment.estimate``);
+- a yes/no question (binary RR, KLNRS's randomized response): the mean of the per-report unbiased
+  estimates (``Randomizer.estimate``) and the exact variance of that mean,
+  [μ·Var(1) + (1 − μ)·Var(0)]/n at μ = clip(mean, 0, 1) (``Randomizer.variance``; for binary RR
+  pq/(p − q)²/n whatever μ); for a randomizer whose inputs are not {0, 1}, the largest per-report
+  variance over its domain (conservative). A randomizer without ``variance`` gets no interval.
+
+The parameters are fractions (``Estimate.bounds`` = (0, 1)), but an unbiased estimate, and its
+interval, can fall outside [0, 1]: the debiasing subtracts q and divides by p − q, so a few noisy
+reports can give −0.4 or 1.3. The dashboard draws the bars clipped to [0, 1] and says so.
 """
 
 from __future__ import annotations
@@ -46,6 +59,7 @@ __all__ = [
     "class_target",
     "histogram_kind",
     "question_of",
+    "report_text",
 ]
 
 SENSITIVE_QUESTION = "Have you ever copied someone else's homework?"
@@ -54,7 +68,6 @@ TRAVEL = ("walked", "bike", "bus or train", "car")  # k = 4: ε/k is exact in le
 
 MAX_SEATS = 1024
 MAX_MACHINE_USERS = 20_000
-Z95 = 1.959963984540054  # the two-sided 95 % normal quantile
 
 
 @dataclass(frozen=True)
@@ -66,8 +79,10 @@ class ClassPlan:
     """
 
     seats: int = 64
-    machine_users: int = 400
-    d: int = 4
+    # The defaults of ``ldp-sim classroom`` (--machine-users, --d): where lesson 4 shows the gap
+    # for every class of 5 to 30 students (teacher.parity_lesson_size).
+    machine_users: int = 1000
+    d: int = 5
 
     def __post_init__(self) -> None:
         for name, value, low, high in (("seats", self.seats, 1, MAX_SEATS), ("machine_users", self.machine_users, 1, MAX_MACHINE_USERS), ("d", self.d, 2, 16)):
@@ -170,35 +185,68 @@ def question_of(query: QuerySpec) -> str:
     return f"a MASKED-PARITY question ({q['name']})"
 
 
+def report_text(kind: str, value: Any, k: int = len(TRAVEL)) -> Any:
+    """One report as the student's terminal and the dashboard both show it: a row of packed bits
+    (``oue``, ``sue``: one bit per category, most significant first, as ``np.packbits`` packed it)
+    as ``"bits 0100"``; a number as a number (an int when it is one), anything else as a list."""
+    v = np.asarray(value)
+    if kind in ("oue", "sue") and v.ndim >= 1:
+        bits = np.unpackbits(v.astype(np.uint8).ravel(), count=k)
+        return "bits " + "".join(str(int(b)) for b in bits)
+    if v.ndim:
+        return v.tolist()
+    return int(v) if float(v).is_integer() else float(v)
+
+
 @dataclass(frozen=True)
 class Estimate:
     """A debiased estimate from the reports so far: ``values[j]`` with 95 % intervals
-    ``[low[j], high[j]]`` (normal approximation), ``labels[j]`` naming each, ``n`` reports."""
+    ``[low[j], high[j]]`` (normal approximation, exact sd: module docstring), ``labels[j]``
+    naming each, ``n`` reports; ``bounds``: the range of the parameter (fractions: [0, 1]),
+    which an unbiased estimate and its interval may exceed."""
 
     labels: tuple[str, ...]
     values: tuple[float, ...]
     low: tuple[float, ...]
     high: tuple[float, ...]
     n: int
+    sd: tuple[float, ...] = ()
+    bounds: tuple[float, float] = (0.0, 1.0)
 
     def to_json(self) -> dict[str, Any]:
-        """JSON-able; an undefined number (an interval from one report) is null, as JSON has no NaN."""
+        """JSON-able; an undefined number (no interval) is null, as JSON has no NaN."""
 
         def clean(xs: tuple[float, ...]) -> list[float | None]:
             return [x if math.isfinite(x) else None for x in xs]
 
-        return {"labels": list(self.labels), "values": clean(self.values), "low": clean(self.low), "high": clean(self.high), "n": self.n}
+        return {
+            "labels": list(self.labels), "values": clean(self.values), "low": clean(self.low), "high": clean(self.high),
+            "sd": clean(self.sd), "n": self.n, "bounds": list(self.bounds),
+        }
 
 
-def _interval(per_report: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Mean and mean ± 1.96·s/√n of per-report unbiased estimates (columns: quantities)."""
-    n = per_report.shape[0]
-    mean = per_report.mean(axis=0)
-    if n < 2:
-        half = np.full_like(mean, math.inf)
-    else:
-        half = Z95 * per_report.std(axis=0, ddof=1) / math.sqrt(n)
-    return mean, mean - half, mean + half
+def _estimate(labels: tuple[str, ...], values: np.ndarray, sd: np.ndarray, n: int) -> Estimate:
+    """values ± Z95·sd (the short API's normal quantile, ``ldp.experiment.estimate.Z95``)."""
+    from ldp.experiment.estimate import Z95
+
+    v = np.asarray(values, dtype=np.float64).ravel()
+    s = np.asarray(sd, dtype=np.float64).ravel()
+    return Estimate(labels, _finite(v), _finite(v - Z95 * s), _finite(v + Z95 * s), n, _finite(s))
+
+
+def _mean_sd(r: Any, mean: float, n: int) -> float:
+    """The exact sd of the mean of n per-report unbiased estimates (module docstring); NaN when
+    the randomizer has no exact variance."""
+    try:
+        domain = r.input_domain()
+        points = np.asarray(domain, dtype=np.float64) if isinstance(domain, np.ndarray) else np.linspace(domain.low, domain.high, 401)
+        per = np.asarray(r.variance(points), dtype=np.float64)
+    except (NotImplementedError, AttributeError, TypeError, ValueError):
+        return math.nan
+    if points.shape == (2,) and points.tolist() == [0.0, 1.0]:
+        mu = min(max(mean, 0.0), 1.0)
+        return math.sqrt((mu * per[1] + (1 - mu) * per[0]) / n)
+    return math.sqrt(float(per.max()) / n)
 
 
 def _finite(x: np.ndarray) -> tuple[float, ...]:
@@ -206,31 +254,28 @@ def _finite(x: np.ndarray) -> tuple[float, ...]:
 
 
 def estimate_reports(spec: RandomizerSpec, schema: Schema, values: np.ndarray, label: str = "") -> Estimate | None:
-    """The debiased estimate of what ``spec`` asked, from its reports ``values``; None for a
-    randomizer with no estimator here (the dashboard then shows the reports only)."""
+    """The debiased estimate of what ``spec`` asked, from its reports ``values``, with its exact
+    95 % interval (module docstring); None for a randomizer with no estimator here (the dashboard
+    then shows the reports only)."""
+    from ldp.core.frequency_oracles import frequency_estimates, frequency_variance
+
     local = LocalRandomizer.build(spec, schema)
     r = local.randomizer
     v = np.asarray(values)
     n = int(v.shape[0]) if v.ndim else 0
     if n == 0:
         return None
-    if isinstance(r, KaryRandomizedResponse):
-        cats = np.asarray(r.categories, dtype=np.float64)
-        table = np.stack([r.frequencies(np.array([c])) for c in cats])  # row j: the estimate from one report c_j
-        idx = np.searchsorted(cats, v.astype(np.float64).ravel())
-        mean, low, high = _interval(table[np.clip(idx, 0, len(cats) - 1)])
-        labels = tuple(TRAVEL[int(c)] if spec.query.to_json()["params"].get("field") == "travel" and 0 <= int(c) < len(TRAVEL) else f"{c:g}" for c in cats)
-        return Estimate(labels, _finite(mean), _finite(low), _finite(high), n)
-    if hasattr(r, "frequencies") and hasattr(r, "categories"):
-        # Any other frequency oracle (OUE, ...): f̂ is linear in the reports' support counts, so the
-        # estimate from all reports is the mean of the estimates from each report alone.
-        per = np.stack([np.asarray(r.frequencies(v[i : i + 1]), dtype=np.float64) for i in range(n)])
-        mean, low, high = _interval(per)
-        labels = tuple(TRAVEL[int(c)] if 0 <= int(c) < len(TRAVEL) else f"{c:g}" for c in r.categories)
-        return Estimate(labels, _finite(mean), _finite(low), _finite(high), n)
+    if isinstance(r, KaryRandomizedResponse) or (hasattr(r, "frequencies") and hasattr(r, "categories")):
+        f = np.asarray(frequency_estimates(r, v), dtype=np.float64)
+        sd = np.sqrt(frequency_variance(r, np.clip(f, 0.0, 1.0), n))
+        labels = tuple(TRAVEL[int(c)] if 0 <= int(c) < len(TRAVEL) and _reads_travel(spec) else f"{c:g}" for c in r.categories)
+        return _estimate(labels, f, sd, n)
     try:
-        per = np.asarray(r.estimate(v), dtype=np.float64).reshape(n, 1)
+        mean = float(np.mean(np.asarray(r.estimate(v), dtype=np.float64)))
     except NotImplementedError:
         return None
-    mean, low, high = _interval(per)
-    return Estimate((label or "mean",), _finite(mean), _finite(low), _finite(high), n)
+    return _estimate((label or "mean",), np.array([mean]), np.array([_mean_sd(r, mean, n)]), n)
+
+
+def _reads_travel(spec: RandomizerSpec) -> bool:
+    return bool(spec.query.to_json()["params"].get("field") == "travel")

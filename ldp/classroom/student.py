@@ -36,7 +36,7 @@ import grpc
 import numpy as np
 
 from ldp.classroom.enrol import FINGERPRINT_HEX, SEAT_SECRET_HEADER, ca_fingerprint, seat_commit, seat_proof
-from ldp.classroom.lessons import SENSITIVE_QUESTION, TRAVEL, TRAVEL_QUESTION, ClassPlan, class_target, question_of, warm_up
+from ldp.classroom.lessons import SENSITIVE_QUESTION, TRAVEL, TRAVEL_QUESTION, ClassPlan, class_target, question_of, report_text, warm_up
 from ldp.core.concepts import concept_class
 from ldp.core.errors import LDPError, ParameterError
 from ldp.core.population import PopulationSpec
@@ -45,11 +45,11 @@ from ldp.local.ledger_store import LedgerStore
 from ldp.local.messages import RoundReply, RoundRequest
 from ldp.local.shard import Holdings, Shard
 from ldp.wire.aggregator import ShardClaim
-from ldp.wire.client import EXIT_REJECTED, run_client
+from ldp.wire.client import EXIT_REJECTED, ClientLimits, run_client
 from ldp.wire.client_config import ClientConfig
 from ldp.wire.tls import ClientTLS, token_metadata
 
-__all__ = ["Answers", "StudentHoldings", "StudentConfig", "StudentShard", "run_join", "ask_answers"]
+__all__ = ["Answers", "JoinOptions", "StudentHoldings", "StudentConfig", "StudentShard", "check_join", "fetch_ca", "run_join", "ask_answers"]
 
 
 @dataclass(frozen=True)
@@ -76,11 +76,18 @@ def _yes_no(text: str) -> int:
 
 
 def _travel(text: str) -> int:
-    t = text.strip().lower()
+    """A category by its number (1..k), its name, a word of its name (``bus``, ``train``) or the
+    start of one word (``walk``), case-insensitive, when exactly one category matches: the prompt
+    and ``--answers`` files read answers alike."""
+    t = " ".join(text.strip().lower().split())
     for j, name in enumerate(TRAVEL):
         if t == name or t == str(j + 1):
             return j
-    raise ParameterError(f"answer 1..{len(TRAVEL)} ({', '.join(f'{j + 1} {n}' for j, n in enumerate(TRAVEL))}), got {text.strip()!r}")
+    if t:
+        hits = {j for j, name in enumerate(TRAVEL) for word in name.split() if word not in ("or", "and") and word.startswith(t)}
+        if len(hits) == 1:
+            return hits.pop()
+    raise ParameterError(f"answer 1..{len(TRAVEL)} or a name ({', '.join(f'{j + 1} {n}' for j, n in enumerate(TRAVEL))}), got {text.strip()!r}")
 
 
 def ask_answers(read: Callable[[], str], write: Callable[[str], None]) -> Answers:
@@ -237,10 +244,9 @@ class Terminal:
                     spent = float(shard.ledger.spent(np.array([self.me]))[0])
                     truth = self._truth(spec.query.to_json())
                     self.say(f"    your true answer stays here: {truth}")
-                    shown = sent
-                    if spec.kind in ("oue", "sue") and values.ndim > 1:  # rows of packed bits: one bit per category
-                        bits = np.unpackbits(np.asarray(values[k], dtype=np.uint8))[: len(TRAVEL)]
-                        shown = "bits " + "".join(str(int(b)) for b in bits) + f" (one per category: {', '.join(TRAVEL)})"
+                    shown = report_text(spec.kind, values[k])  # what the dashboard's chip shows, too
+                    if isinstance(shown, str) and shown.startswith("bits "):  # rows of packed bits: one bit per category
+                        shown += f" (one per category: {', '.join(TRAVEL)})"
                     self.say(f"    sent: {shown}    charged ε = {spec.epsilon:g}")
                     entry["student"] = {"refused": False, "sent": sent, "spent": spent}
                     charged = True
@@ -269,26 +275,107 @@ class Terminal:
             self.transcript.flush()
 
 
-def _fetch(host: str, ca: str, token: str, name: str, secret: str, timeout_s: float = 20.0) -> tuple[bytes, dict[str, Any]]:
-    """The class CA (checked against the fingerprint) and a seat (standard library HTTP: a
-    student process stays light). The request carries the commitment to ``secret``, never the
-    secret: only the gRPC connection (TLS) does, and only it can then take this seat."""
+@dataclass(frozen=True)
+class JoinOptions:
+    """``ldp-sim join``'s options, every one checked (``check_join``) before anything is asked."""
+
+    host: str  # the dashboard's HOST:PORT
+    token: str
+    ca: str
+    name: str
+    budget: float
+    connect_timeout: float
+
+
+def check_join(ns: argparse.Namespace) -> JoinOptions:
+    """Every option of ``join``, each refused with its name and what is allowed (one line,
+    ``ParameterError``): run before the private questions are asked, so a typo in the join
+    command costs the student nothing."""
+    from ldp.classroom.enrol import name_problem
+
+    if getattr(ns, "token_file", None):
+        from ldp.wire.tls import read_token
+
+        token = read_token(ns.token_file)
+    elif ns.token:
+        token = ns.token
+    else:
+        raise ParameterError("give the class's token: --token T (or --token-file F), from the join command")
+    token_metadata(token)  # checks its form
+    if len(ns.ca) != FINGERPRINT_HEX or any(c not in "0123456789abcdefABCDEF" for c in ns.ca):
+        raise ParameterError(f"--ca is the {FINGERPRINT_HEX}-hex-digit fingerprint from the join command, got {ns.ca!r}")
+    if not (math.isfinite(ns.budget) and ns.budget > 0):
+        raise ParameterError(f"--budget must be a finite ε > 0, got {ns.budget}")
+    timeout = float(getattr(ns, "connect_timeout", 60.0))
+    if not (math.isfinite(timeout) and timeout > 0):
+        raise ParameterError(f"--connect-timeout must be a finite number of seconds > 0, got {timeout}")
+    host, _, port = str(ns.host).rpartition(":")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ParameterError(f"HOST:PORT is the dashboard's address from the join command (a port 1..65535), got {ns.host!r}")
+    import getpass
+
+    name = ns.name or getpass.getuser()
+    problem = name_problem(name)
+    if problem:
+        raise ParameterError(f"--name {name!r}: {problem.removeprefix('name: ')}")
+    return JoinOptions(str(ns.host), token, ns.ca.lower(), name, float(ns.budget), timeout)
+
+
+def _get(url: str, what: str, timeout_s: float, data: bytes | None = None) -> bytes:
+    """One HTTP request to the dashboard (standard library: a student process stays light), every
+    socket wait bounded by ``timeout_s`` (``--connect-timeout``); a connection refused is tried
+    again until then (the teacher may start a moment later). A listener that accepts and never
+    answers, or no answer in time, is one line (``LDPError``) naming the address and the timeout."""
     import urllib.error
     import urllib.request
 
+    deadline = time.monotonic() + timeout_s
+    while True:
+        left = deadline - time.monotonic()
+        request = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"} if data else {}, method="POST" if data else "GET")
+        try:
+            with urllib.request.urlopen(request, timeout=max(0.1, left)) as resp:
+                body: bytes = resp.read(1 << 16)
+                return body
+        except urllib.error.HTTPError:
+            raise
+        except urllib.error.URLError as exc:
+            if isinstance(exc.reason, ConnectionRefusedError) and left > 0.5:
+                time.sleep(0.5)
+                continue
+            if isinstance(exc.reason, TimeoutError):
+                raise LDPError(f"the dashboard at {url.split('/')[2]} did not answer {what} within {timeout_s:g} s (--connect-timeout); giving up") from None
+            raise LDPError(f"cannot reach the dashboard at {url.split('/')[2]} for {what}: {exc.reason}") from None
+        except TimeoutError:
+            raise LDPError(f"the dashboard at {url.split('/')[2]} did not answer {what} within {timeout_s:g} s (--connect-timeout); giving up") from None
+
+
+def fetch_ca(host: str, ca: str, timeout_s: float = 20.0) -> bytes:
+    """The class CA from the dashboard, checked against the join command's fingerprint: reaches
+    the teacher and checks it is the teacher, before the student is asked anything."""
+    import urllib.error
+
     try:
-        with urllib.request.urlopen(f"http://{host}/ca.pem", timeout=timeout_s) as resp:
-            ca_pem = resp.read(1 << 16)
+        ca_pem = _get(f"http://{host}/ca.pem", "the request for the class CA", timeout_s)
     except urllib.error.HTTPError as exc:
         raise ParameterError(f"the dashboard at {host} did not serve the class CA (HTTP {exc.code})") from None
     if ca_fingerprint(ca_pem) != ca.lower():
         raise ParameterError(f"the CA served by {host} does not have the fingerprint {ca} from the join command: refusing to join (is this the teacher's machine?)")
+    return ca_pem
+
+
+def _fetch(host: str, ca: str, token: str, name: str, secret: str, timeout_s: float = 20.0, ca_pem: bytes | None = None) -> tuple[bytes, dict[str, Any]]:
+    """The class CA (checked against the fingerprint; ``ca_pem`` if already fetched) and a seat.
+    The request carries the commitment to ``secret``, never the secret: only the gRPC connection
+    (TLS) does, and only it can then take this seat."""
+    import urllib.error
+
+    if ca_pem is None:
+        ca_pem = fetch_ca(host, ca, timeout_s)
     nonce, commit = secrets.token_hex(16), seat_commit(secret)
     body = json.dumps({"name": name, "nonce": nonce, "commit": commit, "proof": seat_proof(token, name, nonce, commit)}).encode()
-    request = urllib.request.Request(f"http://{host}/seat", data=body, headers={"Content-Type": "application/json"}, method="POST")
     try:
-        with urllib.request.urlopen(request, timeout=timeout_s) as resp:
-            answer = json.loads(resp.read(1 << 16))
+        answer = json.loads(_get(f"http://{host}/seat", "the seat request", timeout_s, data=body))
     except urllib.error.HTTPError as exc:
         try:
             why = json.loads(exc.read(1 << 16)).get("error", "")
@@ -302,52 +389,44 @@ def _fetch(host: str, ca: str, token: str, name: str, secret: str, timeout_s: fl
     return ca_pem, answer
 
 
-async def join(ns: argparse.Namespace, answers: Answers, out: TextIO = sys.stdout) -> int:
-    if ns.token_file:
-        from ldp.wire.tls import read_token
-
-        token = read_token(ns.token_file)
-    elif ns.token:
-        token = ns.token
-    else:
-        raise ParameterError("give the class's token: --token T (or --token-file F)")
-    token_metadata(token)  # checks its form
-    if len(ns.ca) != FINGERPRINT_HEX or any(c not in "0123456789abcdefABCDEF" for c in ns.ca):
-        raise ParameterError(f"--ca is the {FINGERPRINT_HEX}-hex-digit fingerprint from the join command, got {ns.ca!r}")
-    if not (math.isfinite(ns.budget) and ns.budget > 0):
-        raise ParameterError(f"--budget must be a finite ε > 0, got {ns.budget}")
-    import getpass
-
-    name = ns.name or getpass.getuser()
-    if ":" not in ns.host:
-        raise ParameterError(f"HOST:PORT is the dashboard's address from the join command, got {ns.host!r}")
+async def join(ns: argparse.Namespace, answers: Answers, out: TextIO = sys.stdout, ca_pem: bytes | None = None) -> int:
+    """Join with these answers: check the options, take a seat, serve it until the class ends.
+    ``ca_pem``: the class CA already fetched and checked (``run_join`` fetches it before asking)."""
+    opts = check_join(ns)
     secret = secrets.token_hex(32)  # this seat's secret: kept here, sent only over TLS
-    ca_pem, seat_info = await asyncio.to_thread(_fetch, ns.host, ns.ca, token, name, secret)
+    ca_pem, seat_info = await asyncio.to_thread(_fetch, opts.host, opts.ca, opts.token, opts.name, secret, opts.connect_timeout, ca_pem=ca_pem)
     plan = ClassPlan.from_json(seat_info.get("plan"))
     seat, port = int(seat_info["seat"]), int(seat_info["grpc_port"])
     if not 0 <= seat < plan.seats or not 0 < port < 65536:
         raise ParameterError(f"the teacher sent an impossible seat {seat} or port {port}")
     cc = concept_class("masked_parity", plan.d)
-    machine = PopulationSpec(cc, class_target(token, plan.d), plan.size, budget=ns.budget, seed=secrets.randbits(63), secure=True)
+    machine = PopulationSpec(cc, class_target(opts.token, plan.d), plan.size, budget=opts.budget, seed=secrets.randbits(63), secure=True)
     warm_up(plan.schema)  # every lesson's randomizer built (and its module imported) before the class starts
     holdings = StudentHoldings(plan, seat, answers, machine)
     terminal = Terminal(plan, seat, answers, out, ns.transcript)
-    config = StudentConfig(population=machine, budget=ns.budget, student=holdings, show=terminal)
-    tls = ClientTLS(grpc.ssl_channel_credentials(root_certificates=ca_pem), (*token_metadata(token), (SEAT_SECRET_HEADER, secret)))
-    host = ns.host.rsplit(":", 1)[0]
-    terminal.say(f"joined as {name!r}, seat {seat}; your budget ε = {ns.budget:g}; {plan.machine_users} MASKED-PARITY records generated here")
-    code = await run_client(f"{host}:{port}", ShardClaim(seat, plan.seats), config, tls=tls, connect_timeout_s=ns.connect_timeout, say=terminal.say)
+    config = StudentConfig(population=machine, budget=opts.budget, student=holdings, show=terminal)
+    tls = ClientTLS(grpc.ssl_channel_credentials(root_certificates=ca_pem), (*token_metadata(opts.token), (SEAT_SECRET_HEADER, secret)))
+    host = opts.host.rsplit(":", 1)[0]
+    terminal.say(f"joined as {opts.name!r}, seat {seat}; your budget ε = {opts.budget:g}; {plan.machine_users} MASKED-PARITY records generated here")
+    # Every wait on the teacher is bounded by --connect-timeout: reaching it, and its Welcome.
+    limits = ClientLimits(welcome_timeout_s=min(ClientLimits().welcome_timeout_s, opts.connect_timeout))
+    code = await run_client(f"{host}:{port}", ShardClaim(seat, plan.seats), config, tls=tls, connect_timeout_s=opts.connect_timeout, limits=limits, say=terminal.say)
     return code
 
 
 def run_join(ns: argparse.Namespace) -> int:
-    """``ldp-sim join``: returns the exit code."""
+    """``ldp-sim join``: returns the exit code. The options are checked and the teacher reached
+    (the class CA fetched and checked against ``--ca``) before the two private questions are
+    asked: a wrong join command is said at once, not after the student has answered."""
     try:
-        if ns.answers:
-            answers = read_answers_file(ns.answers)
+        scripted = read_answers_file(ns.answers) if ns.answers else None  # a file is an option: checked first
+        opts = check_join(ns)
+        ca_pem = fetch_ca(opts.host, opts.ca, opts.connect_timeout)
+        if scripted is not None:
+            answers = scripted
         else:
             answers = ask_answers(sys.stdin.readline, lambda s: (sys.stdout.write(s), sys.stdout.flush()) and None)
-        return asyncio.run(join(ns, answers))
+        return asyncio.run(join(ns, answers, ca_pem=ca_pem))
     except LDPError as exc:
         print(f"ldp-sim join: {exc}", file=sys.stderr, flush=True)
         return EXIT_REJECTED

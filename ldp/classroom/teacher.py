@@ -18,7 +18,9 @@ then, once the class has joined, runs the scripted lessons (docs/classroom.md):
 Each lesson returns its result as an ``ExperimentResult`` (``ldp.experiment``: the type every
 experiment and lab returns): a table and its result line; the dashboard shows the line as
 before. At the end the class's record (one row per lesson) is printed, and the record, with
-each lesson's table, is in the dashboard's state as JSON (``record``).
+each lesson's table, is in the dashboard's state as JSON (``record``); the teacher's Enter at the
+end of the class saves it to ``--out`` (``Teacher.save_record``: the state as JSON, CSV tables)
+and says where before the dashboard stops.
 
 Each reply is shown as it arrives (a reply observer on the ``GrpcAggregator``, told the moment a
 shard's reply has passed validation), with the debiased estimate and its 95 % interval recomputed from the reports
@@ -34,8 +36,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import io
 import math
 import os
+import re
 import shutil
 import socket
 import sys
@@ -58,6 +62,7 @@ from ldp.classroom.lessons import (
     estimate_reports,
     histogram_kind,
     question_of,
+    report_text,
     sensitive_spec,
     travel_grr_spec,
     travel_indicator_specs,
@@ -74,7 +79,7 @@ from ldp.local.session import Request, Session
 from ldp.wire.aggregator import Admission, GrpcAggregator, GrpcLROracle, ShardClaim
 from ldp.wire.tls import ServerTLS, handshake_reasons, issue, make_ca, new_token, read_token, server_tls
 
-__all__ = ["Teacher", "classroom_aggregator", "run_classroom", "short_query"]
+__all__ = ["GAP_INTERACTIVE", "GAP_ONE_ROUND", "CutStreams", "ParityLessonSize", "Teacher", "classroom_aggregator", "parity_lesson_size", "query_label", "run_classroom", "short_query", "smallest_class_for_gap"]
 
 _SCALE = float(1 << UNIT_BITS)
 MAX_CHIPS = 60  # raw reports listed per request on the dashboard (the rest are counted)
@@ -86,6 +91,66 @@ SEAT_TIMEOUT_S = 120.0
 # A student whose machine misses it is marked on the dashboard and not asked again: one student
 # who ignores ledger queries costs the class this once, not once per round.
 LEDGER_DEADLINE_S = 10.0
+# How long the end of the class waits for the students' machines to leave on Close before their
+# connections are cut (the server's stop grace; it returns as soon as all have left).
+CLOSE_GRACE_S = 5.0
+
+
+# Lesson 4 shows the gap only where the interactive learner is predicted to learn the target at
+# least this often ...
+GAP_INTERACTIVE = 0.9
+# ... and the one-round learner, on as many users, at most this often (else the dashboard says
+# plainly that the class is too small, instead of a lesson whose two learners both fail or both win).
+GAP_ONE_ROUND = 0.5
+
+
+@dataclass(frozen=True)
+class ParityLessonSize:
+    """How lesson 4 splits the class (``parity_lesson_size``): ``users`` machine users for each
+    learner, the interactive one asking users 0..users−1 and the one-round one the next ``users``
+    (user ranges of the contiguous connected seats from 0, so both get exactly as many even when
+    the halves split a seat); their predicted success (``correlation_plan``, ``lni_plan``: over a
+    uniform target), and ``needed``, the users the interactive learner needs for 95 %."""
+
+    students: int
+    users: int
+    interactive: float
+    one_round: float
+    needed: int
+
+    @property
+    def shows_gap(self) -> bool:
+        return self.interactive >= GAP_INTERACTIVE and self.one_round <= GAP_ONE_ROUND
+
+
+def parity_lesson_size(plan: ClassPlan, students: int, epsilon: float = 1.0) -> ParityLessonSize:
+    """Lesson 4's users per learner for ``students`` contiguous seats from 0: as many as the
+    interactive (correlation) learner needs for 95 % (``correlation_users_for``), at most half of
+    those seats' users each (``students·(1 + machine_users) // 2``). At the class's defaults
+    (d = 5, 1000 machine users, ε = 1) that is 2,538 users (95 % against 37 %) from 6 students
+    on and 2,502 (95 % against 36 %) with 5: the gap shows from 4 students (tests/classroom/
+    test_lesson_gap.py). KLNRS §5; the predictions are the learners' own plans (issue 28)."""
+    from ldp.learners.masked_parity import lni_plan  # SciPy: loaded when the lesson runs
+    from ldp.learners.masked_parity_correlation import correlation_design, correlation_plan, correlation_users_for
+
+    d = plan.d
+    needed = correlation_users_for(d, epsilon)
+    users = max(0, min(needed, students * plan.per_seat // 2))
+    if users < int(correlation_design(d).shape[0]) + 1:  # fewer than one user per group and one for round 2
+        return ParityLessonSize(students, users, 0.0, 0.0, needed)
+    return ParityLessonSize(students, users, correlation_plan(users, d, epsilon).predicted_success, lni_plan(users, d, epsilon).predicted_success, needed)
+
+
+def smallest_class_for_gap(plan: ClassPlan, epsilon: float = 1.0) -> int | None:
+    """The fewest students (contiguous seats from 0) for which lesson 4 shows the gap, or None
+    when even ``plan.seats`` students do not (then the class needs more --machine-users)."""
+    for students in range(2, plan.seats + 1):
+        size = parity_lesson_size(plan, students, epsilon)
+        if size.shows_gap:
+            return students
+        if size.users >= size.needed:  # more students add no users: it never shows
+            return None
+    return None
 
 
 class ClassroomOracle(GrpcLROracle):
@@ -128,6 +193,100 @@ def short_query(query: QuerySpec | dict[str, Any]) -> str:
     if name == "affine":
         return f"{p.get('scale', 1):g}·({short_query(p.get('query', {}))}) + {p.get('offset', 0):g}"
     return str(name)
+
+
+
+def _sign_words(q: dict[str, Any]) -> str | None:
+    """A ±1-valued factor of a MASKED-PARITY query in words, or None for another shape."""
+    name, p = q.get("name"), q.get("params", {})
+    if name == "label":
+        return "your label"
+    if name == "parity":
+        mask = p.get("mask", [])
+        terms = " + ".join(f"x{int(j)}" for j in mask) if isinstance(mask, list) else ""
+        return f"the sign of the parity of {terms}" if terms else "+1"
+    if name == "user_parity":
+        return "the sign of your group's parity (each group tries its own candidate r)"
+    if name == "affine" and p.get("scale") == 2 and p.get("offset") == -1:
+        inner = p.get("query", {})
+        lits = inner.get("params", {}).get("literals", []) if inner.get("name") == "conjunction" else []
+        if lits and all(lit[0] == "i" and len(lit) > 3 and lit[3] is False for lit in lits):
+            where = ", ".join(str(lit[2]) for lit in lits)
+            return f"your group's sign at your index i (− at i = {where}, + elsewhere)"
+    return None
+
+
+def _literal_words(lit: Sequence[Any]) -> str:
+    """One literal of a conjunction as "subject value" ("your label -1", "your index i not 2")."""
+    field, index, value = lit[0], lit[1], lit[2]
+    eq = lit[3] if len(lit) > 3 else True
+    shown = f"{int(value):+d}" if field == "y" else f"'{TRAVEL[int(value)]}'" if field == "travel" and 0 <= int(value) < len(TRAVEL) else str(value)
+    subject = {"y": "your label", "i": "your index i", "travel": "your way here"}.get(field) or (f"bit {index} of your x" if field == "x" else f"{field}{f'[{index}]' if index else ''}")
+    return f"{subject} {'' if eq else 'not '}{shown}"
+
+
+def _is_b_literal(lit: Sequence[Any]) -> bool:
+    return bool(lit[0] == "b" and (len(lit) < 4 or lit[3]))
+
+
+def _b_scope(q: dict[str, Any]) -> tuple[list[str], dict[str, Any]]:
+    """A leading ``1[b = v]`` factor of a two-factor product: ([v...], the other factor); else ([], q)."""
+    factors = q.get("params", {}).get("factors", []) if q.get("name") == "product" else []
+    if len(factors) == 2:
+        lits = factors[0].get("params", {}).get("literals", []) if factors[0].get("name") == "conjunction" else []
+        if lits and all(_is_b_literal(lit) for lit in lits):
+            return [str(lit[2]) for lit in lits], factors[1]
+    return [], q
+
+
+def _conjunction_words(p: dict[str, Any], scope: list[str]) -> str | None:
+    lits = p.get("literals", [])
+    scope += [str(lit[2]) for lit in lits if _is_b_literal(lit)]
+    rest = [_literal_words(lit) for lit in lits if not _is_b_literal(lit)]
+    return f"is {' and '.join(rest)}?" if rest else "every record"
+
+
+def _agreement_words(p: dict[str, Any], scope: list[str]) -> str | None:
+    """``(1 ± A·B)/2`` of two ±1 factors: "does A agree with / differ from B?"."""
+    if not (abs(p.get("scale", 0)) == 0.5 and p.get("offset") == 0.5):
+        return None
+    inner = p.get("query", {})
+    parts = inner.get("params", {}).get("factors", []) if inner.get("name") == "product" else []
+    words = [_sign_words(f) for f in parts]
+    if len(words) == 2 and all(words):
+        return f"does {words[0]} {'agree with' if p['scale'] > 0 else 'differ from'} {words[1]}?"
+    return None
+
+
+def _field_words(p: dict[str, Any], scope: list[str]) -> str | None:
+    if p.get("field") in ("sensitive", "travel"):
+        return question_of(QuerySpec.from_json({"name": "field", "params": p}))
+    return None
+
+
+# The query shapes the lessons ask, each put in words by its describer (None: not this shape).
+_DESCRIBERS: dict[str, Callable[[dict[str, Any], list[str]], str | None]] = {
+    "conjunction": _conjunction_words,
+    "affine": _agreement_words,
+    "field": _field_words,
+}
+
+
+def query_label(query: QuerySpec | dict[str, Any]) -> str:
+    """A query in plain words, for the projector (issue 29: "readable query labels"), e.g.
+    ``does your label differ from the parity (-1)^(x0+x2)? (only b = 0 records)``; the formula
+    stays in ``short_query``, which the dashboard shows smaller under it. Recognizes the shapes
+    the lessons ask (a conjunction; a ±1 agreement ``(1 ± A·B)/2`` of two ±1 factors; either
+    restricted to the b = 0 or b = 1 half of the records by a leading ``1[b = v]`` factor) and
+    falls back to ``short_query`` for anything else."""
+    scope, q = _b_scope(query.to_json() if isinstance(query, QuerySpec) else query)
+    describe = _DESCRIBERS.get(str(q.get("name")))
+    body = describe(q.get("params", {}), scope) if describe is not None else None
+    if body is None:
+        return short_query(query)
+    if len(set(scope)) == 1:
+        body += f" (only b = {scope[0]} records)"
+    return body
 
 
 def _seat_of_key(key: str) -> int:
@@ -344,13 +503,18 @@ class Teacher:
         labels = self._labels or []
         self._labels = None
         step = self._current_step()
-        record: dict[str, Any] = {"session": request.session_id, "round": request.round, "last": request.last_round, "started": time.time(), "requests": [], "done": False}
+        record: dict[str, Any] = {
+            "session": request.session_id, "round": request.round, "last": request.last_round, "started": time.time(), "requests": [], "done": False,
+            "title": _round_title(step, request),
+        }
         for pos, a in enumerate(request.assignments):
             spec = a.randomizer
             req = {
                 "id": str(a.request_id),  # JSON numbers lose 64-bit ids in the browser
-                "label": labels[pos] if pos < len(labels) else short_query(spec.query),
-                "question": question_of(spec.query),
+                # A lesson's own question is labelled by the lesson; a learner's (lesson 4) in plain
+                # words, its formula ("query") shown smaller under it (issue 29).
+                "label": labels[pos] if pos < len(labels) else query_label(spec.query),
+                "question": question_of(spec.query) if pos < len(labels) else "",
                 "query": short_query(spec.query),
                 "kind": spec.kind,
                 "epsilon": spec.epsilon,
@@ -392,7 +556,8 @@ class Teacher:
             self.reply_times.append((result.request_id, seat, now))
             if len(req["chips"]) < MAX_CHIPS:
                 if req["students_only"] and len(result.refused) == 1:  # the student's own answer: one report, or a refusal
-                    req["chips"].append({"seat": seat, "name": name, "value": None if refused else _show(values[0]), "refused": bool(refused), "time": now})
+                    shown = None if refused else report_text(entry["spec"].kind, values[0])
+                    req["chips"].append({"seat": seat, "name": name, "value": shown, "refused": bool(refused), "time": now})
                 else:
                     req["chips"].append({"seat": seat, "name": name, "value": f"{values.shape[0]} report{'' if values.shape[0] == 1 else 's'}", "refused": refused > 0, "time": now})
             if values.size:
@@ -458,7 +623,8 @@ class Teacher:
             steps.pop()
         for s in steps:
             s["status"] = "done"
-        step: dict[str, Any] = {"title": title, "say": say, "rounds": [], "status": "running", "result": None}
+        number = sum(1 for s in steps if s.get("lesson")) + 1  # the lessons are numbered as in docs/classroom.md
+        step: dict[str, Any] = {"title": title, "say": say, "rounds": [], "status": "running", "result": None, "lesson": number}
         steps.append(step)
         self.state.changed()
         self.say(f"\n== {title}\n{say}")
@@ -518,7 +684,7 @@ class Teacher:
 
     async def lesson_over_asking(self, epsilon: float = 2.0) -> ExperimentResult:
         step = self.begin_step(
-            "The ledger says no",
+            "Lesson 3 — the ledger says no",
             f"The teacher asks the sensitive question once more, with ε = {epsilon:g}. Each student's machine keeps its own "
             "ledger: whoever has less than that left refuses — no report, no charge — and the teacher can do nothing about it.",
         )
@@ -534,12 +700,14 @@ class Teacher:
         """Lab 4 run by the class, with the sharpest pair (issue 28): the correlation learner
         (interactive, ``ldp.learners.masked_parity_correlation``) against the fair one-round
         learner (``ldp.learners.masked_parity``), each on the same number of machine users: as
-        many as the interactive learner needs for 95 % (whole seats, at most half the class each),
-        where the one-round learner's predicted success is far lower. Fewer users than half the
-        class each also keep the lesson short."""
+        many as the interactive learner needs for 95 %, at most half the connected seats' users
+        each, as user ranges (``parity_lesson_size``), where the one-round learner's predicted
+        success is far lower. Fewer users than half the class each also keep the lesson short.
+        A class too small for the gap (interactive < 90 % or one round > 50 % predicted) is told
+        so on the dashboard, with the class size that shows it, and the learners are not run."""
         from ldp.core.rng import generator
-        from ldp.learners.masked_parity import learn_masked_parity_lni, lni_plan, lni_users_for  # SciPy: loaded when the lesson runs
-        from ldp.learners.masked_parity_correlation import correlation_design, correlation_plan, correlation_users_for, learn_masked_parity_correlation
+        from ldp.learners.masked_parity import learn_masked_parity_lni, lni_users_for  # SciPy: loaded when the lesson runs
+        from ldp.learners.masked_parity_correlation import correlation_design, learn_masked_parity_correlation
 
         d = self.plan.d
         seats = self.connected_seats()
@@ -547,24 +715,35 @@ class Teacher:
         run = 0
         while run < len(seats) and seats[run] == run:
             run += 1
-        m = self.plan.per_seat
-        per = min(max(1, run // 2), max(1, math.ceil(correlation_users_for(d, epsilon) / m)))  # seats per learner
-        n = per * m
+        size = parity_lesson_size(self.plan, run, epsilon)
+        n = size.users
         groups = int(correlation_design(d).shape[0])
+        m = self.plan.per_seat
         step = self.begin_step(
-            "Lesson 3 — interaction helps (MASKED-PARITY, lab 4)",
+            "Lesson 4 — interaction helps (MASKED-PARITY, lab 4)",
             f"Your machines generated {self.plan.machine_users} records each of a hidden concept c_(r,a) on {{0,1}}^{d}. "
-            f"Seats 0–{per - 1} run the interactive learner: in round 1 each machine user answers one question about the "
-            f"coordinate of r it holds (its group's public ± signs; {groups} groups), and the counts, added with those signs, "
-            f"give every bit of r at once; round 2's question depends on the r that round 1 found. Seats {per}–{2 * per - 1} "
-            f"run the one-round learner, which must ask about all 2^{d} = {2**d} candidate r at once. Each gets {n:,} users: "
-            f"about what the interactive one needs for 95 % ({correlation_users_for(d, epsilon):,}); "
-            f"the one-round one needs ≈ {lni_users_for(d, epsilon):,}.",
+            f"The first {n:,} machine users (seats 0–{max(0, n - 1) // m}) run the interactive learner: in round 1 each answers one "
+            f"question about the coordinate of r it holds (its group's public ± signs; {groups} groups), and the counts, added "
+            f"with those signs, give every bit of r at once; round 2's question depends on the r that round 1 found. The next "
+            f"{n:,} (seats {n // m}–{max(0, 2 * n - 1) // m}) run the one-round learner, which must ask about all 2^{d} = {2**d} "
+            f"candidate r at once. Each gets {n:,} users: about what the interactive one needs for 95 % ({size.needed:,}); "
+            f"the one-round one needs ≈ {lni_users_for(d, epsilon):,}. Predicted: interactive {size.interactive:.0%}, "
+            f"one round {size.one_round:.0%}.",
         )
         assert self.oracle is not None
         columns = ("learner", "rounds", "users", "r", "a", "right", "predicted success")
-        if run < 2 or n < groups + 1:
-            step["result"] = {"text": f"needs at least 2 students in seats 0 and 1 and {groups + 1} users per learner"}
+        if not size.shows_gap:
+            # Say plainly why nothing runs: a lesson whose two learners both fail (or both win) shows nothing.
+            least = smallest_class_for_gap(self.plan, epsilon)
+            fix = (f"it shows from {least} students in seats 0–{least - 1}" if least is not None
+                   else f"no class of at most {self.plan.seats} seats shows it at {self.plan.machine_users} machine users each")
+            step["result"] = {
+                "text": f"this class is too small to show the gap: {run} student{'' if run == 1 else 's'} in seats from 0 give each learner "
+                f"{n:,} users, where the interactive learner is predicted to learn the target {size.interactive:.0%} of the time and the "
+                f"one-round learner {size.one_round:.0%} (the gap needs ≥ {GAP_INTERACTIVE:.0%} against ≤ {GAP_ONE_ROUND:.0%}); {fix} "
+                "(or start the classroom with more --machine-users). The learners were not run.",
+                "too_small": True, "users": n, "interactive_predicted": size.interactive, "one_round_predicted": size.one_round,
+            }
             self.state.changed()
             return self._lesson_result(step, columns, [])
         target = class_target(self.token, d)
@@ -581,8 +760,8 @@ class Teacher:
         step["result"] = {
             "text": "",
             "truth": {"r": "".join(map(str, truth["r"])), "a": truth["a"]},
-            "interactive": {**verdict(interactive), "users": n, "predicted_success": correlation_plan(n, d, epsilon).predicted_success},
-            "one_round": {**verdict(one_round), "users": n, "predicted_success": lni_plan(n, d, epsilon).predicted_success},
+            "interactive": {**verdict(interactive), "users": n, "predicted_success": size.interactive},
+            "one_round": {**verdict(one_round), "users": n, "predicted_success": size.one_round},
         }
         res = step["result"]
         res["text"] = (
@@ -611,6 +790,39 @@ class Teacher:
             ("lesson", "result"),
             tuple((r.title, r.notes) for r in self.results),
         )
+
+    def save_record(self, out_dir: Path, stamp: str | None = None) -> list[Path]:
+        """The class's work, kept (issue 29): in ``out_dir`` (``--out``, default the current
+        directory), ``class-record-STAMP.json`` (the dashboard's whole state, every report,
+        estimate and refusal it showed, with the record), ``class-record-STAMP.csv`` (one row per
+        lesson: its number, title and result line) and ``class-record-STAMP-lesson-N.csv`` (each
+        lesson's table). Nothing in them is more than the projector showed: the state never holds
+        the token (withheld again here, as the dashboard does). Returns the paths written;
+        a directory that cannot be written is one line (``LDPError``)."""
+        import csv
+        import json
+
+        stamp = stamp or time.strftime("%Y%m%d-%H%M%S")
+        base = Path(out_dir) / f"class-record-{stamp}"
+        paths = [base.with_suffix(".json"), base.with_suffix(".csv")]
+        try:
+            Path(out_dir).mkdir(parents=True, exist_ok=True)
+            text = json.dumps(self.state.snapshot(), ensure_ascii=False, indent=1, allow_nan=False)
+            paths[0].write_text(text.replace(self.token, "<token withheld>") if self.token else text, encoding="utf-8")
+            with paths[1].open("w", newline="", encoding="utf-8") as f:
+                w = csv.writer(f)
+                w.writerow(("lesson", "title", "result"))
+                w.writerows((k + 1, r.title, r.notes) for k, r in enumerate(self.results))
+            for k, r in enumerate(self.results):
+                path = Path(f"{base}-lesson-{k + 1}.csv")
+                with path.open("w", newline="", encoding="utf-8") as f:
+                    w = csv.writer(f)
+                    w.writerow(r.columns)
+                    w.writerows(r.rows)
+                paths.append(path)
+        except OSError as exc:
+            raise LDPError(f"cannot save the class's record in {out_dir}: {exc.strerror or exc} (choose another --out)") from None
+        return paths
 
     async def run_lessons(self, pause: Callable[[str], Any]) -> None:
         lessons = [self.lesson_sensitive, self.lesson_histogram, self.lesson_over_asking, self.lesson_masked_parity]
@@ -644,9 +856,16 @@ def classroom_aggregator(teacher: Teacher, bind: str, tls: ServerTLS) -> GrpcAgg
     return aggregator
 
 
-def _show(value: Any) -> Any:
-    v = np.asarray(value)
-    return v.tolist() if v.ndim else (int(v) if float(v).is_integer() else float(v))
+def _round_title(step: dict[str, Any], request: RoundRequest) -> str:
+    """A round in plain words, for the projector: "question 2 of lesson 4", and for the second
+    round of an interactive session, that its question depends on the answers to the one before
+    (not "session 1, round 0": the protocol's numbering means nothing to a class)."""
+    k = len(step["rounds"]) + 1
+    where = f"lesson {step['lesson']}" if step.get("lesson") else "the class"
+    text = f"question {k} of {where}"
+    if request.round > 0 and k > 1:
+        text += f": chosen from the answers to question {k - 1}"
+    return text
 
 
 def _widths(est: Any) -> list[float]:
@@ -797,6 +1016,64 @@ def _quiet_shutdown(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) ->
     print(f"ldp-sim classroom: {message}{f': {type(exc).__name__}: {clean_text(exc, 200)}' if exc is not None else ''}", file=sys.stderr, flush=True)
 
 
+_CUT_STREAM = re.compile(r"Traceback \(most recent call last\):\n(?:[ \t].*\n)*?(?:asyncio\.exceptions\.|concurrent\.futures\._base\.)?CancelledError\n")
+
+
+class CutStreams(io.TextIOBase):
+    """``sys.stderr`` while the aggregator's server stops: a connection that has not ended by the
+    end of the grace (a student's machine slower than that to leave on Close, or one that never
+    leaves) is cancelled by gRPC's aio server, which then prints the task's CancelledError
+    traceback itself (``traceback.print_exc()`` in ``_schedule_rpc_coro``, grpcio's
+    ``aio/server.pyx.pxi``: no exception handler sees it). Those tracebacks are counted here and
+    said in one line (``cut``); every other byte is passed on to the real stderr, in order."""
+
+    def __init__(self, real: Any) -> None:
+        super().__init__()
+        self.real = real
+        self.text = ""
+        self.cut = 0
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        self.text += text
+        return len(text)
+
+    def flush(self) -> None:
+        """Pass on everything but whole CancelledError tracebacks; an unfinished traceback waits."""
+        self.text, cut = _CUT_STREAM.subn("", self.text)
+        self.cut += cut
+        keep = self.text.find("Traceback (most recent call last):")
+        done, self.text = (self.text, "") if keep < 0 else (self.text[:keep], self.text[keep:])
+        if done:
+            self.real.write(done)
+            self.real.flush()
+
+    def close_out(self) -> None:
+        self.flush()
+        if self.text:  # an unfinished block that is not a CancelledError traceback: shown as it is
+            self.real.write(self.text)
+            self.real.flush()
+            self.text = ""
+
+
+@contextlib.asynccontextmanager
+async def _cut_streams_said(say: Callable[[str], None]) -> Any:
+    """While inside, gRPC's CancelledError tracebacks for connections cut at the server's stop
+    are one line on the teacher's terminal (``CutStreams``), not tracebacks."""
+    real = sys.stderr
+    sys.stderr = cut = CutStreams(real)
+    try:
+        yield cut
+    finally:
+        sys.stderr = real
+        cut.close_out()
+        if cut.cut:
+            say(f"{cut.cut} student connection{'s were' if cut.cut > 1 else ' was'} still open at the end and "
+                f"{'were' if cut.cut > 1 else 'was'} closed by the teacher's side (a machine that had not left within {CLOSE_GRACE_S:g} s of the goodbye)")
+
+
 async def classroom(ns: argparse.Namespace, say: Callable[[str], None] = print) -> int:
     _check_options(ns)
     plan = ClassPlan(ns.seats, ns.machine_users, ns.d)
@@ -865,16 +1142,21 @@ async def classroom(ns: argparse.Namespace, say: Callable[[str], None] = print) 
 
             await teacher.run_lessons(pause)
             if ns.linger is None:
-                await console.enter("end of the class")
+                await console.enter("end of the class: the class's record is saved, then the dashboard stops")
             else:
                 await asyncio.sleep(ns.linger)
+            # The class's work is kept before anything stops (the dashboard shows it until then).
+            saved = teacher.save_record(Path(getattr(ns, "out", None) or "."))
+            say(f"the class's record is saved: {saved[0]} (everything the dashboard showed, JSON), {saved[1]} (one row per lesson)"
+                + (f" and each lesson's table, {saved[2].name[: -len('1.csv')]}N.csv" if len(saved) > 2 else ""))
         finally:
             housekeeping.cancel()
             await asyncio.gather(housekeeping, return_exceptions=True)
             await console.close()
             # A grace long enough for every student to leave on Close by itself: a stream
             # cancelled by the server's stop is what used to print CancelledError tracebacks.
-            await aggregator.close("the class is over", grace_s=5.0)
+            async with _cut_streams_said(say):
+                await aggregator.close("the class is over", grace_s=CLOSE_GRACE_S)
             await dashboard.stop()
         return 0
     finally:

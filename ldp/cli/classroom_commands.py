@@ -22,8 +22,8 @@ def add_classroom_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentPars
     p.add_argument("--port", type=port_number, default=50051, help="the aggregator's gRPC port, 0..65535 (default 50051; 0: any free port)")
     p.add_argument("--http-port", type=port_number, default=8000, help="the dashboard's port, 0..65535 (default 8000; 0: any free port)")
     p.add_argument("--seats", type=int, default=40, help="the most students (default 40)")
-    p.add_argument("--machine-users", type=int, default=400, help="MASKED-PARITY records each student's machine generates (default 400)")
-    p.add_argument("--d", type=int, default=4, help="MASKED-PARITY dimension (default 4)")
+    p.add_argument("--machine-users", type=int, default=1000, help="MASKED-PARITY records each student's machine generates (default 1000: with --d 5, lesson 4 shows the gap for 4 students or more)")
+    p.add_argument("--d", type=int, default=5, help="MASKED-PARITY dimension (default 5)")
     p.add_argument("--students", type=int, default=0, help="start the lessons once this many students have joined (default: when the teacher presses Enter)")
     p.add_argument("--pace", type=float, default=None, help="seconds between lessons (default: wait for Enter)")
     p.add_argument("--linger", type=float, default=None, help="seconds to keep the dashboard up after the last lesson (default: until Enter)")
@@ -32,6 +32,7 @@ def add_classroom_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentPars
     p.add_argument("--seat-timeout", type=float, default=120.0, metavar="S", help="seconds after which a seat given and not connected (or whose connection ended) is free again (default 120)")
     p.add_argument("--round-deadline", type=float, default=60.0, metavar="S", help="seconds a lesson's round waits for the students' reports; a machine that misses it is MISSING for that round (default 60)")
     p.add_argument("--ledger-deadline", type=float, default=10.0, metavar="S", help="seconds to wait for the students' ledger reports after a round; a machine that misses it is not asked again (default 10)")
+    p.add_argument("--out", metavar="DIR", default=None, help="where the class's record is saved at the end: JSON of the dashboard's state and CSV tables (default: the current directory)")
     p.add_argument("--pki", metavar="DIR", help="keep the class's CA, certificate and token in DIR (created; default: a temporary directory, removed at the end)")
     return p
 

@@ -82,7 +82,7 @@ def write_outputs(results: list[Any], out: Path, note: str, truth: bool, seconds
         write_csv(out / "estimates.csv", rows, columns),
         write_json(out / "result.json", {"note": note, "seconds": seconds, "results": [r.as_dict() for r in results]}),
     ]
-    (out / "table.md").write_text(note + "\n\n" + markdown_table(_headers(truth), [_cells(row, truth) for row in rows]) + "\n")
+    (out / "table.md").write_text(note + "\n\n" + markdown_table(_headers(truth), [_cells(row, truth) for row in rows]) + "\n", encoding="utf-8")  # ε and Unicode column names, whatever the locale
     files.append(out / "table.md")
     files.append(plot(results, out / "estimates.png", truth))
     return files

@@ -19,7 +19,7 @@ from ldp.cli.run import print_result
 from ldp.core.errors import LDPError, ParameterError
 from ldp.experiment import ExperimentArgs, ExperimentResult, experiment_names, get_experiment
 
-__all__ = ["LAB", "LAB_DESCRIPTION", "lab_numbers"]
+__all__ = ["LAB", "LAB_DESCRIPTION", "lab_numbers", "lab_titles"]
 
 
 def _lab_number(text: str) -> int:
@@ -40,8 +40,25 @@ LAB_DESCRIPTION = (
 )
 
 
+def lab_titles() -> dict[int, str]:
+    """Lab number → its title ("Randomized response and debiasing"), from each lab experiment's
+    ``title`` (``ldp.simulations.labs.experiments.Lab``: the lab file's first heading, read without
+    running the lab); a lab whose plug-in fails to load is listed by its number only."""
+    titles = {}
+    for n in lab_numbers():
+        try:
+            title = str(getattr(get_experiment(f"lab{n}"), "title", f"lab {n}"))
+        except LDPError:
+            title = f"lab {n} (its plug-in does not load: `ldp-sim list` says why)"
+        titles[n] = re.sub(rf"^Lab {n}\s*[—–-]\s*", "", title)
+    return titles
+
+
 def _lab_arguments(lab: argparse.ArgumentParser) -> None:
-    lab.add_argument("number", type=_lab_number, help="lab number (see simulations/labs/)")
+    titles = lab_titles()
+    # The labs, numbered, above the examples (the parser's formatter keeps the epilog's lines).
+    lab.epilog = "labs:\n" + "\n".join(f"  {n}  {title}" for n, title in titles.items()) + "\n\n" + (lab.epilog or "")
+    lab.add_argument("number", type=_lab_number, help=f"lab number, {min(titles, default=1)}–{max(titles, default=1)} (listed below)")
     lab.add_argument("--quick", action="store_true", help="small sizes, every lab in under a minute (same as LDP_QUICK=1)")
     lab.add_argument("--processes", type=process_count, default=2, help="client processes (default 2)")
     lab.add_argument("--transport", choices=("grpc", "inprocess"), default="grpc", help="grpc (default) or inprocess")

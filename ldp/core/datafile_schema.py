@@ -304,18 +304,9 @@ class ColumnSpec:
     def encode_text(self, cells: Sequence[str | None] | np.ndarray, empty: np.ndarray | None, quote: bool) -> tuple[np.ndarray, int, Bad | None]:
         """Text cells (CSV, or a Parquet string column; None is a null) → as ``encode_numbers``.
         A cell is read after stripping surrounding spaces; an empty one is a missing value."""
-        n = len(cells)
         if self.type == "category":
-            lookup: dict[Any, int] = {c: i for i, c in enumerate(self.categories)}
-            lookup[""] = -2
-            lookup[None] = -2
-            codes = np.fromiter(map(lookup.get, cells, itertools.repeat(-1)), dtype=np.int64, count=n)
-            for i in np.flatnonzero(codes == -1).tolist():  # a label with spaces around it, or none
-                cell = cells[i]
-                codes[i] = lookup.get(cell.strip(), -1) if isinstance(cell, str) else -1
-            if empty is not None:
-                codes[empty] = -2
-            return self._finish(codes, codes == -2, codes == -1, lambda i: self._not_allowed(cells[i], quote), quote)
+            return self._encode_labels(cells, empty, quote)
+        n = len(cells)
         parse: Callable[[Any], Any] = int if self.type == "integer" else float
         dtype = np.int64 if self.type == "integer" else np.float64
         try:  # the common case: every cell a number (int() and float() ignore surrounding spaces)
@@ -336,19 +327,39 @@ class ColumnSpec:
         else:
             return self.encode_numbers(values, blank, quote)
         if self.type == "integer":
-            # "3.0": an integer written as a float (pandas writes an integer column with gaps so),
-            # read as Parquet's float columns are; exact while |v| < 2^53, else cell by cell
-            try:
-                floats = np.fromiter(map(float, filled), dtype=np.float64, count=n)
-            except (ValueError, OverflowError, TypeError):
-                pass
-            else:
-                if not (np.abs(floats[np.isfinite(floats)]) >= 2.0**53).any():
-                    codes, kept, bad = self.encode_numbers(floats, blank, quote)
-                    if bad is not None and quote and bad[1].endswith(" is not an integer"):
-                        bad = (bad[0], f"value {show_value(cells[bad[0]])} is not an integer")  # as the cell is written
-                    return codes, kept, bad
+            read = self._integers_written_as_floats(cells, filled, blank, quote)
+            if read is not None:
+                return read
         return self._encode_cells_slowly(cells, blank, quote)
+
+    def _encode_labels(self, cells: Sequence[str | None] | np.ndarray, empty: np.ndarray | None, quote: bool) -> tuple[np.ndarray, int, Bad | None]:
+        """A category field's text cells → label indices (an empty cell or a null is missing)."""
+        lookup: dict[Any, int] = {c: i for i, c in enumerate(self.categories)}
+        lookup[""] = -2
+        lookup[None] = -2
+        codes = np.fromiter(map(lookup.get, cells, itertools.repeat(-1)), dtype=np.int64, count=len(cells))
+        for i in np.flatnonzero(codes == -1).tolist():  # a label with spaces around it, or none
+            cell = cells[i]
+            codes[i] = lookup.get(cell.strip(), -1) if isinstance(cell, str) else -1
+        if empty is not None:
+            codes[empty] = -2
+        return self._finish(codes, codes == -2, codes == -1, lambda i: self._not_allowed(cells[i], quote), quote)
+
+    def _integers_written_as_floats(
+        self, cells: Sequence[str | None] | np.ndarray, filled: list[str], blank: np.ndarray, quote: bool
+    ) -> tuple[np.ndarray, int, Bad | None] | None:
+        """"3.0": an integer written as a float (pandas writes an integer column with gaps so),
+        read as Parquet's float columns are; exact while |v| < 2^53 (None: read cell by cell)."""
+        try:
+            floats = np.fromiter(map(float, filled), dtype=np.float64, count=len(filled))
+        except (ValueError, OverflowError, TypeError):
+            return None
+        if (np.abs(floats[np.isfinite(floats)]) >= 2.0**53).any():
+            return None
+        codes, kept, bad = self.encode_numbers(floats, blank, quote)
+        if bad is not None and quote and bad[1].endswith(" is not an integer"):
+            bad = (bad[0], f"value {show_value(cells[bad[0]])} is not an integer")  # as the cell is written
+        return codes, kept, bad
 
     def _encode_cells_slowly(self, cells: Sequence[str | None] | np.ndarray, blank: np.ndarray, quote: bool) -> tuple[np.ndarray, int, Bad | None]:
         """Cell by cell: a cell that is not a number (or an integer beyond int64) is found here."""
@@ -569,7 +580,7 @@ def _choice(where: str, item: Mapping[str, Any], key: str, allowed: Sequence[str
 
 
 def _parse_field(item: Mapping[str, Any], where: str) -> tuple[Field, ColumnSpec]:
-    name = item["name"]
+    """One schema-file field: its type's keys checked, then parsed by its type's parser."""
     kind = _choice(where, item, "type", TYPES)
     wrong = sorted((set(item) & _TYPED_KEYS) - _KEYS_BY_TYPE[kind])
     if wrong:
@@ -577,61 +588,79 @@ def _parse_field(item: Mapping[str, Any], where: str) -> tuple[Field, ColumnSpec
     length = _require_int(where, "length", item.get("length", 1))
     missing = _choice(where, item, "missing", MISSING_POLICIES)
     out_of_range = _choice(where, item, "out_of_range", OUT_OF_RANGE_POLICIES)
-    slot = 1 if missing != "refuse" else 0
-    if kind == "integer":
-        low, high, step = (_require_int(where, k, item.get(k, d)) for k, d in (("low", 0), ("high", 1), ("step", 1)))
-        spec = ColumnSpec(name, "integer", low, high, step, out_of_range=out_of_range, missing=missing)
-        if not spec.coded:
-            f = Field(name, length, low, high, step)  # raises ParameterError naming the field, as before
-            return f, spec
-        if not INT64_LOW <= low < high <= INT64_HIGH:
-            raise ParameterError(f"{where}: need low < high within int64, got low={low}, high={high}")
-        if step < 1 or (high - low) % step:
-            raise ParameterError(f"{where}: step must be ≥ 1 and divide high − low, got step={step}")
-        k = (high - low) // step + 1
-        if k + slot > MAX_CODES:
-            raise ParameterError(
-                f"{where}: {low}..{high} in steps of {step} is {k} values{' and the missing slot' if slot else ''}; "
-                f"a record holds at most {MAX_CODES} per column: declare a step of at least "
-                f"{-(-(high - low) // (MAX_CODES - 1 - slot))} dividing high − low, or type \"float\" with a resolution"
-            )
-    elif kind == "category":
-        cats = item.get("categories")
-        if isinstance(cats, (str, bytes)) or not isinstance(cats, Sequence) or not all(isinstance(c, str) for c in cats):
-            raise ParameterError(f"{where}: type \"category\" needs \"categories\", a list of label strings, got {cats!r}"[:300])
-        labels = tuple(cats)
-        for c in labels:
-            if not c.strip() or c != c.strip():
-                raise ParameterError(f"{where}: category {c!r} is empty or has surrounding spaces (cells are matched after stripping them)")
-        if len(set(labels)) != len(labels):
-            raise ParameterError(f"{where}: categories must be unique, got {[c for c in labels if labels.count(c) > 1][0]!r} twice")
-        if slot and MISSING_LABEL in labels:
-            raise ParameterError(f"{where}: {MISSING_LABEL!r} is the missing slot's label; name the category otherwise")
-        if len(labels) + slot < 2:
-            raise ParameterError(f"{where}: a category field needs at least 2 values, got {list(labels)}{' and no missing slot' if not slot else ''}")
-        if len(labels) + slot > MAX_CODES:
-            raise ParameterError(f"{where}: {len(labels)} categories{' and the missing slot' if slot else ''}; a record holds at most {MAX_CODES} per column")
-        spec = ColumnSpec(name, "category", 0, len(labels) - 1, 1, labels, missing=missing)
-    else:
-        if "resolution" not in item:
-            raise ParameterError(f"{where}: type \"float\" needs \"resolution\", the grid's step (e.g. 0.1)")
-        flow, fhigh = (_require_number(where, k, item.get(k, d)) for k, d in (("low", 0), ("high", 1)))
-        res = _require_number(where, "resolution", item["resolution"])
-        if not flow < fhigh:
-            raise ParameterError(f"{where}: need low < high, got low={_number(flow)}, high={_number(fhigh)}")
-        if res <= 0:
-            raise ParameterError(f"{where}: resolution must be > 0, got {_number(res)}")
-        steps = (fhigh - flow) / res
-        if abs(steps - round(steps)) > _GRID_TOLERANCE * max(1.0, steps):
-            raise ParameterError(f"{where}: resolution {_number(res)} must divide high − low = {_number(fhigh - flow)} (a whole number of grid steps)")
-        if round(steps) + 1 + slot > MAX_CODES:
-            raise ParameterError(
-                f"{where}: {_number(flow)}..{_number(fhigh)} at resolution {_number(res)} is {round(steps) + 1} values"
-                f"{' and the missing slot' if slot else ''}; a record holds at most {MAX_CODES} per column: declare a coarser resolution"
-            )
-        item_low, item_high, item_res = item.get("low", 0), item.get("high", 1), item["resolution"]
-        spec = ColumnSpec(name, "float", item_low, item_high, item_res, out_of_range=out_of_range, missing=missing)
+    spec = _FIELD_PARSERS[kind](item, where, missing, out_of_range)
+    if kind == "integer" and not spec.coded:
+        return Field(spec.name, length, spec.low, spec.high, spec.step), spec  # raises ParameterError naming the field, as before
     return spec.field(length), spec
+
+
+def _integer_spec(item: Mapping[str, Any], where: str, missing: str, out_of_range: str) -> ColumnSpec:
+    """``"type": "integer"``: low..high in steps (any width within int64; beyond int16, coded)."""
+    name = item["name"]
+    low, high, step = (_require_int(where, k, item.get(k, d)) for k, d in (("low", 0), ("high", 1), ("step", 1)))
+    spec = ColumnSpec(name, "integer", low, high, step, out_of_range=out_of_range, missing=missing)
+    if not spec.coded:
+        return spec
+    slot = 1 if missing != "refuse" else 0
+    if not INT64_LOW <= low < high <= INT64_HIGH:
+        raise ParameterError(f"{where}: need low < high within int64, got low={low}, high={high}")
+    if step < 1 or (high - low) % step:
+        raise ParameterError(f"{where}: step must be ≥ 1 and divide high − low, got step={step}")
+    k = (high - low) // step + 1
+    if k + slot > MAX_CODES:
+        raise ParameterError(
+            f"{where}: {low}..{high} in steps of {step} is {k} values{' and the missing slot' if slot else ''}; "
+            f"a record holds at most {MAX_CODES} per column: declare a step of at least "
+            f"{-(-(high - low) // (MAX_CODES - 1 - slot))} dividing high − low, or type \"float\" with a resolution"
+        )
+    return spec
+
+
+def _category_spec(item: Mapping[str, Any], where: str, missing: str, out_of_range: str) -> ColumnSpec:
+    """``"type": "category"``: the listed labels, record values 0..k−1 (the missing slot k)."""
+    cats = item.get("categories")
+    if isinstance(cats, (str, bytes)) or not isinstance(cats, Sequence) or not all(isinstance(c, str) for c in cats):
+        raise ParameterError(f"{where}: type \"category\" needs \"categories\", a list of label strings, got {cats!r}"[:300])
+    labels = tuple(cats)
+    slot = 1 if missing != "refuse" else 0
+    for c in labels:
+        if not c.strip() or c != c.strip():
+            raise ParameterError(f"{where}: category {c!r} is empty or has surrounding spaces (cells are matched after stripping them)")
+    if len(set(labels)) != len(labels):
+        raise ParameterError(f"{where}: categories must be unique, got {[c for c in labels if labels.count(c) > 1][0]!r} twice")
+    if slot and MISSING_LABEL in labels:
+        raise ParameterError(f"{where}: {MISSING_LABEL!r} is the missing slot's label; name the category otherwise")
+    if len(labels) + slot < 2:
+        raise ParameterError(f"{where}: a category field needs at least 2 values, got {list(labels)}{' and no missing slot' if not slot else ''}")
+    if len(labels) + slot > MAX_CODES:
+        raise ParameterError(f"{where}: {len(labels)} categories{' and the missing slot' if slot else ''}; a record holds at most {MAX_CODES} per column")
+    return ColumnSpec(item["name"], "category", 0, len(labels) - 1, 1, labels, missing=missing)
+
+
+def _float_spec(item: Mapping[str, Any], where: str, missing: str, out_of_range: str) -> ColumnSpec:
+    """``"type": "float"``: low..high on a grid of ``resolution`` (values round to the nearest point)."""
+    if "resolution" not in item:
+        raise ParameterError(f"{where}: type \"float\" needs \"resolution\", the grid's step (e.g. 0.1)")
+    flow, fhigh = (_require_number(where, k, item.get(k, d)) for k, d in (("low", 0), ("high", 1)))
+    res = _require_number(where, "resolution", item["resolution"])
+    slot = 1 if missing != "refuse" else 0
+    if not flow < fhigh:
+        raise ParameterError(f"{where}: need low < high, got low={_number(flow)}, high={_number(fhigh)}")
+    if res <= 0:
+        raise ParameterError(f"{where}: resolution must be > 0, got {_number(res)}")
+    steps = (fhigh - flow) / res
+    if abs(steps - round(steps)) > _GRID_TOLERANCE * max(1.0, steps):
+        raise ParameterError(f"{where}: resolution {_number(res)} must divide high − low = {_number(fhigh - flow)} (a whole number of grid steps)")
+    if round(steps) + 1 + slot > MAX_CODES:
+        raise ParameterError(
+            f"{where}: {_number(flow)}..{_number(fhigh)} at resolution {_number(res)} is {round(steps) + 1} values"
+            f"{' and the missing slot' if slot else ''}; a record holds at most {MAX_CODES} per column: declare a coarser resolution"
+        )
+    return ColumnSpec(item["name"], "float", item.get("low", 0), item.get("high", 1), item["resolution"], out_of_range=out_of_range, missing=missing)
+
+
+# One parser per declared type (a registry, not a switch): each checks its keys and returns the spec.
+_FIELD_PARSERS: dict[str, Callable[[Mapping[str, Any], str, str, str], ColumnSpec]] = {"integer": _integer_spec, "category": _category_spec, "float": _float_spec}
 
 
 def parse_declaration(data: Any) -> DeclaredSchema:

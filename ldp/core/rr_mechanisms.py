@@ -283,7 +283,13 @@ class KaryRandomizedResponse(Randomizer):
 
     def _index(self, values: np.ndarray) -> np.ndarray:
         cats = np.asarray(self.categories)
-        if self.k <= 4:  # a few comparisons beat a binary search: idx = #{categories below the value}
+        low = self.categories[0]
+        if self.k > 4 and float(low).is_integer() and self.categories[-1] - low == self.k - 1:
+            # consecutive integers (sorted, distinct): the index is the value's offset, no search
+            with np.errstate(invalid="ignore"):  # NaN/inf cast to some integer, then fail the check below
+                idx = (values - low).astype(np.int64)
+            np.clip(idx, 0, self.k - 1, out=idx)
+        elif self.k <= 4:  # a few comparisons beat a binary search: idx = #{categories below the value}
             idx = np.zeros(len(values), dtype=np.int64)
             for c in cats[:-1]:
                 idx += values > c

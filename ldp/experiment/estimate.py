@@ -34,6 +34,10 @@ Estimates and intervals
   Piecewise, Hybrid: ``ldp.core.mean_estimation``); sd = √(max_t Var(t)/n), the largest exact
   variance over inputs t ∈ [−1, 1] (the users' inputs are unknown to the aggregator), so the
   interval is conservative. ``oracle="auto"`` picks the smallest worst-case variance.
+- A file's declared field (``estimate_file``): rows are labelled by what each record value
+  stands for (a category's label, a float grid's or a wide integer's value, ``"(missing)"`` for
+  the missing slot); a ``"missing": "drop"`` field's slot is estimated with the rest and its row
+  left out (post-processing), the other rows staying shares of all n users.
 - Heavy hitters: the k categories with the largest frequency estimates (the column's domain is
   at most 2^15 categories; PEM for a domain of 2^d values is ``ldp.learners.heavy_hitters``).
 """
@@ -115,7 +119,9 @@ def _short(kind: str) -> str:
 class Question:
     """One column asked of every user: the task, the users' field, the randomizer and how its
     estimate is read (labels for frequencies; for a mean, the field's range and the map
-    ``offset + factor·v`` from field units to the caller's)."""
+    ``offset + factor·v`` from field units to the caller's). ``left_out``: record values whose
+    rows are estimated like any other but not reported (the missing slot of a ``"missing":
+    "drop"`` field, ``ldp.core.datafile_schema``: post-processing)."""
 
     task: str
     column: str
@@ -126,6 +132,7 @@ class Question:
     offset: float = 0.0
     factor: float = 1.0
     top: int = 10
+    left_out: tuple[int, ...] = ()
 
     @property
     def spec(self) -> RandomizerSpec:
@@ -181,11 +188,15 @@ def _kind(oracle: str, table: dict[str, str], what: str) -> str:
     raise ParameterError(f"{what}: oracle must be 'auto' or one of {', '.join(table)}, got {oracle!r}")
 
 
-def frequency_question(column: str, f: Field, epsilon: float, oracle: str = "auto", labels: Sequence[Any] | None = None, task: str = "frequencies", top: int = 10) -> Question:
-    """Ask every user's ``f`` through a frequency oracle (``"auto"``: ``choose_frequency_oracle``)."""
+def frequency_question(
+    column: str, f: Field, epsilon: float, oracle: str = "auto", labels: Sequence[Any] | None = None, task: str = "frequencies", top: int = 10,
+    left_out: Sequence[int] = (),
+) -> Question:
+    """Ask every user's ``f`` through a frequency oracle (``"auto"``: ``choose_frequency_oracle``);
+    the rows of the record values in ``left_out`` are not reported."""
     epsilon = require_epsilon(epsilon)
     kind = choose_frequency_oracle(f, epsilon) if oracle == "auto" else _kind(oracle, FREQUENCY_ORACLES, task)
-    return Question(task, column, f, kind, epsilon, tuple(labels) if labels is not None else tuple(f.values().tolist()), top=top)
+    return Question(task, column, f, kind, epsilon, tuple(labels) if labels is not None else tuple(f.values().tolist()), top=top, left_out=tuple(left_out))
 
 
 def mean_question(column: str, f: Field, epsilon: float, oracle: str = "auto", offset: float = 0.0, factor: float = 1.0) -> Question:
@@ -310,9 +321,11 @@ def _read(q: Question, rep: Reports, schema: Schema, transcript: dict[str, Any],
     sd_all = np.sqrt(frequency_variance(R, np.clip(f, 0.0, 1.0), n))
     cats = q.field.values()
     true_all = None if values is None else np.array([np.mean(values == c) for c in cats])
-    order = np.arange(len(f))
+    # a "drop" field's missing slot is estimated with the rest (the oracle's k) and left out here;
+    # the other rows stay shares of all n users, as the truth below
+    order = np.flatnonzero(~np.isin(cats, np.asarray(q.left_out, dtype=np.int64)))
     if q.task == "heavy-hitters":
-        order = np.lexsort((order, -f))[: q.top]  # largest first; ties: the lower category
+        order = order[np.lexsort((order, -f[order]))][: q.top]  # largest first; ties: the lower category
     pick = order.tolist()
     return Estimates(
         q.task, q.column, q.oracle, q.kind, q.epsilon, n,
@@ -583,7 +596,7 @@ def _questions(data: Any, columns: Sequence[str], epsilon: float, task: str, ora
             offset, factor = _linear_values(data, f, name)
             questions.append(mean_question(name, f, share, oracle, offset, factor))
         else:
-            questions.append(frequency_question(name, f, share, oracle, _labels(data, f), task=task, top=top))
+            questions.append(frequency_question(name, f, share, oracle, _labels(data, f), task=task, top=top, left_out=_dropped_slot(data, f)))
     return questions
 
 
@@ -652,10 +665,30 @@ def estimate_served(
 
 def _labels(data: Any, f: Field) -> tuple[Any, ...]:
     """What each record value of ``f`` stands for: a category field's declared labels (the
-    last may be the missing-value slot), else the field's values."""
+    last may be the missing-value slot), else the declared values (a float grid's or a wide
+    integer's, whose records are indices; the missing slot is ``MISSING_LABEL``), else the
+    field's values."""
+    from ldp.core.datafile_schema import MISSING_LABEL
+
     labels_of = getattr(data, "labels", None)
     labels = labels_of(f.name) if callable(labels_of) else None
-    return tuple(labels) if labels is not None else tuple(f.values().tolist())
+    if labels is not None:
+        return tuple(labels)
+    values_of = getattr(data, "values", None)
+    values = np.asarray(values_of(f.name)) if callable(values_of) else f.values()
+    if len(values) != f.cardinality:
+        values = f.values()
+    integral = values.dtype.kind in "iu" or getattr(getattr(data, "spec", lambda _: None)(f.name), "type", None) == "integer"
+    return tuple(MISSING_LABEL if v != v else (int(v) if integral else v) for v in values.tolist())
+
+
+def _dropped_slot(data: Any, f: Field) -> tuple[int, ...]:
+    """The missing slot of a ``"missing": "drop"`` field (its rows are left out of the estimates,
+    docs/security.md), or () for any other field."""
+    spec_of = getattr(data, "spec", None)
+    spec = spec_of(f.name) if callable(spec_of) else None
+    slot = getattr(spec, "missing_slot", None) if getattr(spec, "missing", None) == "drop" else None
+    return () if slot is None else (int(slot),)
 
 
 def _linear_values(data: Any, f: Field, column: str) -> tuple[float, float]:

@@ -44,7 +44,8 @@ headless_unless_chosen()  # before pyplot draws anything: a lab's first figure u
 
 from ldp import run  # noqa: E402,F401  (the labs call run(...): asyncio.run that also works in a notebook)
 from ldp.core.population import PopulationSpec  # noqa: E402
-from ldp.experiment.protocol import ExperimentResult  # noqa: E402
+from ldp.experiment.factories import in_process_factory  # noqa: E402
+from ldp.experiment.protocol import ExperimentResult, OracleFactory  # noqa: E402
 from ldp.local.oracle import InProcessLROracle, LROracle  # noqa: E402
 from ldp.simulations.labs.runner import env_switch  # noqa: E402
 
@@ -80,6 +81,27 @@ async def open_oracle(population: PopulationSpec) -> AsyncIterator[LROracle]:
             yield oracle
     else:
         yield InProcessLROracle(population)
+
+
+@contextlib.asynccontextmanager
+async def oracle_factory() -> AsyncIterator[OracleFactory]:
+    """Oracles for a lab's many populations (trials, sizes): ``async with oracle_factory() as
+    factory:`` then ``async with factory(spec) as oracle:`` for each population, one at a time.
+
+    Over gRPC one cluster of ``PROCESSES`` client processes serves them all: the first population
+    launches it, every later one arrives sealed with a key the clients got out of band
+    (``ldp.wire.launcher.grpc_oracle_factory``), so a lab with 16 trials starts 2 processes, not
+    32. In process, a fresh ``InProcessLROracle`` each (``ldp.experiment.factories``). Either way a
+    population's ledgers and nonces start fresh, so the numbers are those of ``open_oracle``'s
+    fresh launch and the same on both transports (ldp/wire/factory.py, tests/wire/test_load.py).
+    """
+    if TRANSPORT == "grpc":
+        from ldp.wire.launcher import grpc_oracle_factory
+
+        async with grpc_oracle_factory(PROCESSES) as factory:
+            yield factory
+    else:
+        yield in_process_factory
 
 
 def track(items: Iterable[T], description: str) -> Iterator[T]:

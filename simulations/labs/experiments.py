@@ -114,7 +114,8 @@ class Lab:
         self.module = module
         self.name = f"lab{number}"
         self.path = LAB_DIR / f"{module.rsplit('.', 1)[1]}.py"
-        self.description = f"teaching lab: {_title(self.path)} (ldp-sim lab {number})"
+        self.title = _title(self.path)  # "Lab N — ..." (``ldp-sim lab --help`` lists them)
+        self.description = f"teaching lab: {self.title} (ldp-sim lab {number})"
 
     def __repr__(self) -> str:
         return f"Lab({self.number}, {self.module!r})"

@@ -37,7 +37,11 @@ EPSILONS = [0.25, 0.5, 1.0, 2.0, 4.0]
 
 # %%
 R = BinaryRandomizedResponse(1.0)
-print(f"p(keep) = {R.keep_probability:.4f}; exact audit: {verify_exact(R)}")
+audit = verify_exact(R)
+u, u_prime, w = audit.argmax  # where the largest ratio p(w|u)/p(w|u′) is attained
+print(f"binary randomized response at ε = {audit.epsilon:g}: keeps the true bit with p = {R.keep_probability:.4f}")
+print(f"  largest privacy loss ln p(w|u)/p(w|u′) = {audit.max_log_ratio:.4f}, at report w = {w:g} for input u = {u:g} against u′ = {u_prime:g}")
+print(f"  exact audit ({audit.method}): {'passed' if audit.passed else 'FAILED'} — the loss is {'within' if audit.within_epsilon else 'above'} ε = {audit.epsilon:g}")
 
 # %% [markdown]
 # ## 2. Many users, one round
@@ -112,15 +116,37 @@ RESULT = lab_result(
 
 # %% [markdown]
 # ## Exercises
-# 1. For small ε the sd grows like 2/(ε·sqrt(n)). Derive it from the formula (hint: p − q ≈ ε/2).
+# 1. For small ε the sd grows like 1/(ε·sqrt(n)). Derive it from the formula (hints: p ≈ 1/2 + ε/4,
+#    so p·q ≈ 1/4 and p − q ≈ ε/2), and check it against the predicted sd in the table at ε = 0.25.
 # 2. How many users does ε = 0.25 need to match the accuracy that ε = 2 reaches with n users?
+#    The small-ε rule says (2/0.25)² = 64 times as many. Is that right? If not, why not?
+
+
+# %%
+def sd_factor(eps: float) -> float:
+    """sqrt(n) × the estimate's sd: sqrt(p·q)/(p − q), p = e^ε/(e^ε + 1), q = 1 − p."""
+    p = 1 / (1 + math.exp(-eps))
+    return math.sqrt(p * (1 - p)) / (2 * p - 1)
+
+
+if exercise("derive the small-ε rule and check it at ε = 0.25"):
+    # p = 1/(1 + e^−ε) = 1/2 + ε/4 + O(ε³): p·q = 1/4 − (ε/4)² ≈ 1/4, p − q = 2p − 1 ≈ ε/2,
+    # so sd = sqrt(pq/n)/(p − q) ≈ (1/2)/(ε/2)/sqrt(n) = 1/(ε·sqrt(n)).
+    n = USERS
+    exact_sd, rule = sd_factor(0.25) / math.sqrt(n), 1 / (0.25 * math.sqrt(n))
+    print(f"  at ε = 0.25, n = {n:,}: sqrt(pq/n)/(p − q) = {exact_sd:.5f}, 1/(ε·sqrt(n)) = {rule:.5f} ({rule / exact_sd - 1:+.1%})")
+    assert abs(rule / exact_sd - 1) < 0.01
 
 # %%
 if exercise("users needed at ε = 0.25 to match ε = 2 with n users"):
-    def sd_factor(eps):
-        p = 1 / (1 + math.exp(-eps))
-        return math.sqrt(p * (1 - p)) / (2 * p - 1)
-
+    # Exactly, sd_factor(ε)² = p·q/(p − q)² = e^ε/(e^ε − 1)² = 1/(4·sinh²(ε/2)): the small-ε rule
+    # 1/ε² is its first term, good at ε = 0.25 but not at ε = 2, where 4·sinh²(1) = 5.52 > ε² = 4.
     ratio = (sd_factor(0.25) / sd_factor(2.0)) ** 2
-    print(f"  n(ε=0.25) / n(ε=2) = {ratio:.1f}: the price of privacy is quadratic in 1/ε")
-    assert 60 < ratio < 120
+    exact = (math.exp(0.25) / (math.exp(0.25) - 1) ** 2) / (math.exp(2.0) / (math.exp(2.0) - 1) ** 2)
+    print(f"  n(ε=0.25) / n(ε=2) = sd²(0.25)/sd²(2) = {ratio:.1f}, not (2/0.25)² = 64:")
+    print("  the exact variance factor is p·q/(p − q)² = e^ε/(e^ε − 1)² = 1/(4·sinh²(ε/2)):")
+    for eps in (0.25, 2.0):
+        print(f"    ε = {eps:g}: e^ε/(e^ε − 1)² = {sd_factor(eps) ** 2:.4f}, the small-ε rule 1/ε² = {1 / eps**2:.4f}")
+    print(f"  1/ε² is right at ε = 0.25 but overstates the variance at ε = 2 by {(1 / 4) / sd_factor(2.0) ** 2:.2f}×"
+          f" (ε = 2 is not small): the ratio is {sd_factor(0.25) ** 2:.3f}/{sd_factor(2.0) ** 2:.4f} = {ratio:.1f}, not 16/0.25 = 64")
+    assert abs(ratio - exact) < 1e-9 and 85 < ratio < 90

@@ -16,6 +16,7 @@
 import matplotlib.pyplot as plt
 import numpy as np
 
+from ldp.core.audit import clopper_pearson
 from ldp.core.concepts import concept_class
 from ldp.core.learner_result import true_error
 from ldp.core.population import PopulationSpec
@@ -30,7 +31,7 @@ from ldp.learners.theorem51 import (
     separation_profile,
     theorem51_census,
 )
-from ldp.simulations.labs.common import QUICK, exercise, lab_result, open_oracle, out_dir, run, saved, track
+from ldp.simulations.labs.common import QUICK, OracleFactory, exercise, lab_result, oracle_factory, out_dir, run, saved, track
 
 OUT = out_dir("lab4")
 D = 10  # where the gap shows at a lab's sizes: ≈ 12,000 users against ≈ 184,000 for 95 %
@@ -60,18 +61,19 @@ cc = concept_class("masked_parity", D)
 
 # %%
 print(f"users for 95 % at ε = {EPS}: the correlation learner needs ≈ {correlation_users_for(D, EPS):,} at d = {D}, the one-round learner ≈ {lni_users_for(D, EPS):,}")
-print(f"{'d':>3} {'correlation (interactive)':>26} {'fair one-round':>15} {'ratio':>6}")
+print(f"users each learner's plan predicts for 95 % success at ε = {EPS:g}, against d:")
+print(f"{'d':>3} {'correlation (interactive)':>26} {'fair one-round':>15} {'one-round / interactive':>24}")
 for d in (4, 6, 8, 10, 12, 14):
     inter, one = correlation_users_for(d, EPS), lni_users_for(d, EPS)
-    print(f"{d:>3} {inter:>26,} {one:>15,} {one / inter:>5.0f}×")
+    print(f"{d:>3} {inter:>26,} {one:>15,} {one / inter:>23.0f}×")
 print(f"round 1 at d = {D}: K = {correlation_design(D).shape[0]} groups, one public sign vector each")
 
 
-async def trial(n: int, t: int) -> tuple[float, float]:
+async def trial(factory: OracleFactory, n: int, t: int) -> tuple[float, float]:
     """Both learners on disjoint halves of one population of 2n users: their true errors."""
     target = cc.random_target(generator(4, "lab4-target", n, t))
     spec = PopulationSpec(cc, target, 2 * n, budget=EPS, seed=1000 + t)
-    async with open_oracle(spec) as lr:
+    async with factory(spec) as lr:  # over gRPC: the lab's one cluster of client processes, spec loaded into it
         interactive = await learn_masked_parity_correlation(lr, D, EPS, users=n, first_user=0)
         one_round = await learn_masked_parity_lni(lr, D, EPS, generator(4, "lab4-lni", n, t), users=n, first_user=n)
     referee = spec.referee()
@@ -80,10 +82,11 @@ async def trial(n: int, t: int) -> tuple[float, float]:
 
 async def curves():
     out = {"interactive": [], "one-round": []}
-    for n in track(USERS, f"both learners, {TRIALS} trials per size"):
-        errors = np.array([await trial(n, t) for t in range(TRIALS)])
-        for column, learner in enumerate(out):
-            out[learner].append((float(np.mean(errors[:, column] == 0)), float(np.mean(errors[:, column]))))
+    async with oracle_factory() as factory:
+        for n in track(USERS, f"both learners, {TRIALS} trials per size"):
+            errors = np.array([await trial(factory, n, t) for t in range(TRIALS)])
+            for column, learner in enumerate(out):
+                out[learner].append((int(np.sum(errors[:, column] == 0)), float(np.mean(errors[:, column]))))
     return out
 
 
@@ -92,18 +95,31 @@ predicted = {
     "interactive": [correlation_plan(n, D, EPS).predicted_success for n in USERS],
     "one-round": [lni_plan(n, D, EPS).predicted_success for n in USERS],
 }
-print(f"Pr[exact target], measured over {TRIALS} trials (predicted), and mean true error, at d = {D}:")
+# A success rate from T trials is uncertain: the exact 95 % Clopper–Pearson interval
+# (ldp.core.audit.clopper_pearson, α = 0.025 per side) says how uncertain.
+intervals = {learner: [clopper_pearson(won, TRIALS) for won, _ in points] for learner, points in measured.items()}
+print(f"measured at d = {D}, ε = {EPS:g}, T = {TRIALS} seeded trials per learner and size:")
+print(f"{'learner':>12} {'users n':>8} {'exact target (won/T)':>21} {'95 % interval':>15} {'predicted':>10} {'mean true error':>16}")
 for learner, points in measured.items():
-    print(f"{learner:>12}: " + "  ".join(f"n={n:,}: {won:.2f} ({pred:.2f}), err {err:.3f}" for n, (won, err), pred in zip(USERS, points, predicted[learner])))
+    for n, (won, err), (lo, hi), pred in zip(USERS, points, intervals[learner], predicted[learner]):
+        print(f"{learner:>12} {n:>8,} {f'{won}/{TRIALS} = {won / TRIALS:.2f}':>21} {f'[{lo:.2f}, {hi:.2f}]':>15} {pred:>10.2f} {err:>16.3f}")
+print("exact target: the fraction of trials whose hypothesis is the target; predicted: the plan's success probability;"
+      " mean true error: the hypothesis's error on the population, averaged over the trials")
+if QUICK:
+    print(f"(quick mode: with T = {TRIALS} trials the intervals are wide; the full lab runs more trials)")
 gap = USERS.index(GAP)
-assert measured["interactive"][gap][0] >= 0.75 and measured["one-round"][gap][0] <= 0.5, measured
+assert measured["interactive"][gap][0] >= 0.75 * TRIALS and measured["one-round"][gap][0] <= 0.5 * TRIALS, measured
 
 fig, ax = plt.subplots(figsize=(5.5, 3.5))
 grid = np.geomspace(min(USERS), max(USERS), 40).astype(int)
-for (learner, points), color in zip(measured.items(), ("C0", "C1")):
+for (learner, points), color, shift in zip(measured.items(), ("C0", "C1"), (0.94, 1.06)):
     plan = correlation_plan if learner == "interactive" else lni_plan
     ax.semilogx(grid, [plan(int(n), D, EPS).predicted_success for n in grid], "-", color=color, alpha=0.6, label=f"{learner}: predicted")
-    ax.semilogx(USERS, [won for won, _ in points], "o", color=color, label=f"{learner}: measured ({TRIALS} trials)")
+    rate = np.array([won / TRIALS for won, _ in points])
+    bars = np.array(intervals[learner]).T  # rows: lower, upper; the learners' bars drawn side by side (shift)
+    ax.errorbar([n * shift for n in USERS], rate, yerr=[rate - bars[0], bars[1] - rate], fmt="o", capsize=3, color=color,
+                label=f"{learner}: measured, {TRIALS} trials (95 % CP)")
+    ax.set_xscale("log")
 ax.set_xticks(USERS, [f"{n:,}" for n in USERS])
 ax.minorticks_off()
 ax.set_ylim(-0.05, 1.05)
@@ -116,13 +132,16 @@ saved(OUT / "lab4_success_vs_users.png")
 # The lab's result (ldp-sim lab 4 / ldp-sim run lab4 print it; ExperimentResult.to_json() is its JSON).
 RESULT = lab_result(
     f"Lab 4 — interaction helps (MASKED-PARITY, d = {D})",
-    ("users per learner", "interactive: exact", "predicted", "mean error", "one-round: exact", "predicted ", "mean error "),
+    ("learner", "users per learner", "trials", "exact target", "95 % interval", "predicted success", "mean true error"),
     [
-        (n, round(a[0], 2), round(pa, 3), round(a[1], 3), round(b[0], 2), round(pb, 3), round(b[1], 3))
-        for n, a, pa, b, pb in zip(USERS, measured["interactive"], predicted["interactive"], measured["one-round"], predicted["one-round"])
+        (learner, n, TRIALS, round(won / TRIALS, 2), f"[{lo:.2f}, {hi:.2f}]", round(pred, 3), round(err, 3))
+        for learner, points in measured.items()
+        for n, (won, err), (lo, hi), pred in zip(USERS, points, intervals[learner], predicted[learner])
     ],
     notes=f"the correlation learner (2 rounds) against the fair one-round learner at ε = {EPS:g}; "
-    f"exact: the fraction of {TRIALS} seeded trials that learned the target; users for 95 %: "
+    f"exact target: the fraction of {TRIALS} seeded trials whose hypothesis is the target, with its exact 95 % "
+    "Clopper–Pearson interval; predicted success: the learner's plan (normal approximation); "
+    "mean true error: the hypothesis's error on the population, averaged over the trials; users for 95 %: "
     f"{correlation_users_for(D, EPS):,} (interactive) against {lni_users_for(D, EPS):,} (one round)",
     figures=[OUT / "lab4_success_vs_users.png"],
 )

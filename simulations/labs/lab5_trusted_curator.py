@@ -18,7 +18,7 @@ from ldp.core.population import PopulationSpec, generate_records
 from ldp.core.rng import generator
 from ldp.learners.parity import PackedExamples, a_star_sample_size, algorithm_a_star
 from ldp.learners.parity_local import learn_parity_local
-from ldp.simulations.labs.common import QUICK, exercise, lab_result, open_oracle, out_dir, run, saved, track
+from ldp.simulations.labs.common import QUICK, exercise, lab_result, oracle_factory, out_dir, run, saved, track
 
 OUT = out_dir("lab5")
 EPS, ALPHA, BETA = 1.0, 0.1, 0.1
@@ -60,15 +60,17 @@ for d in track(CENTRAL_D, "central A*"):
 
 async def local_errors():
     out = {}
-    for d in track(LOCAL_D, "local attempt"):
-        errs = []
-        for t in range(TRIALS):
-            spec = population(d, LOCAL_USERS, t)
-            async with open_oracle(spec) as lr:
-                result = await learn_parity_local(lr, d, EPS, generator(5, "lab5-local", d, t))
-            errs.append(true_error(spec.referee(), result.hypothesis))
-        out[d] = float(np.mean(errs))
-        print(f"local       d = {d:>3}: n = {LOCAL_USERS:,}, mean error {out[d]:.3f}")
+    # Over gRPC one cluster of client processes serves every (d, trial) population, each loaded into it.
+    async with oracle_factory() as factory:
+        for d in track(LOCAL_D, "local attempt"):
+            errs = []
+            for t in range(TRIALS):
+                spec = population(d, LOCAL_USERS, t)
+                async with factory(spec) as lr:
+                    result = await learn_parity_local(lr, d, EPS, generator(5, "lab5-local", d, t))
+                errs.append(true_error(spec.referee(), result.hypothesis))
+            out[d] = float(np.mean(errs))
+            print(f"local       d = {d:>3}: n = {LOCAL_USERS:,}, mean error {out[d]:.3f}")
     return out
 
 

@@ -64,11 +64,18 @@ buggy = UnaryEncoding(EPS, K, keep=0.6)  # "keep the true bit a bit more often: 
 
 # %% [markdown]
 # ## 1. The exact audit
+# The exact audit enumerates every pair of inputs and all 2^k outputs and reports the largest
+# log-ratio log p(w|u) − log p(w|u′). Here it is on the *honest* randomizer; auditing the
+# colleague's version is exercise 1.
 
 # %%
-for name, R in [("honest", honest), ("buggy", buggy)]:
-    loss = R.exact_max_log_ratio()
-    print(f"{name:>6}: max log-ratio {loss:.4f} vs declared ε = {EPS} → {'OK' if loss <= EPS * (1 + 1e-12) else 'VIOLATION'}")
+def verdict(loss: float) -> str:
+    """OK when the exact loss is within the declared ε (up to float rounding), else VIOLATION."""
+    return "OK" if loss <= EPS * (1 + 1e-12) else "VIOLATION"
+
+
+honest_loss = honest.exact_max_log_ratio()
+print(f"honest: max log-ratio {honest_loss:.4f} vs declared ε = {EPS} → {verdict(honest_loss)}")
 
 # %% [markdown]
 # ## 2. The statistical audit (black box)
@@ -99,23 +106,31 @@ fig.tight_layout()
 fig.savefig(OUT / "lab6_audit.png", dpi=120)
 saved(OUT / "lab6_audit.png")
 # The lab's result (ldp-sim lab 6 / ldp-sim run lab6 print it; ExperimentResult.to_json() is its JSON).
+# The black-box audit only: the buggy randomizer's exact loss is exercise 1's answer, and the
+# result is printed whether or not the solutions are shown.
 RESULT = lab_result(
-    "Lab 6 — two randomizers audited",
-    ("randomizer", "exact max log-ratio", f"ε lower bound (N = {N:,}, α = {ALPHA:g})", "verdict"),
-    [(name, round(R.exact_max_log_ratio(), 4), round(results[name], 3), "flagged" if results[name] > EPS else "not flagged") for name, R in [("honest", honest), ("buggy", buggy)]],
-    notes=f"two unary encodings (k = {K}) that declare ε = {EPS}; the exact audit enumerates every input and output; "
+    "Lab 6 — two randomizers audited (black box)",
+    ("randomizer", f"ε lower bound (N = {N:,}, α = {ALPHA:g})", "verdict"),
+    [(name, round(results[name], 3), "flagged" if results[name] > EPS else "not flagged") for name in ("honest", "buggy")],
+    notes=f"two unary encodings (k = {K}) that declare ε = {EPS}; the honest one's exact max log-ratio is {honest_loss:.4f}; "
     "the black-box bound exceeds the true loss with probability ≤ α",
     figures=[OUT / "lab6_audit.png"],
 )
 
 # %% [markdown]
 # ## Exercises
-# 1. What is the buggy randomizer's true ε? (Exact answer: ln(p(1−q)/(q(1−p))) with p = 0.6.)
+# 1. Audit the colleague's version exactly: is it ε-local for the ε it declares? What is its true
+#    ε? Derive it in closed form from p and q (which output w and which pair u, u′ give the
+#    largest ratio?) and check your formula against the exact audit.
 # 2. How small can N be before the statistical audit stops catching it at α = 1e-6?
 
 # %%
-if exercise("compute the buggy randomizer's true privacy loss"):
+if exercise("audit the buggy randomizer exactly and compute its true privacy loss"):
+    buggy_loss = buggy.exact_max_log_ratio()
+    print(f"  buggy: max log-ratio {buggy_loss:.4f} vs declared ε = {EPS} → {verdict(buggy_loss)}")
+    # The worst output sets bit u and clears bit u′: its ratio is [p(1 − q)]/[q(1 − p)] (the other
+    # k − 2 bits cancel). With p = 1/2 that is (1 − q)/q = e^ε; with p = 0.6 it is larger.
     p, q = buggy.p, buggy.q
     true_eps = math.log(p * (1 - q) / (q * (1 - p)))
-    print(f"  true ε = {true_eps:.4f}; exact audit found {buggy.exact_max_log_ratio():.4f}")
-    assert abs(true_eps - buggy.exact_max_log_ratio()) < 1e-9
+    print(f"  true ε = ln(p(1−q)/(q(1−p))) with p = {p}, q = 1/(e^ε + 1) = {q:.4f}: {true_eps:.4f}")
+    assert abs(true_eps - buggy_loss) < 1e-9 and verdict(buggy_loss) == "VIOLATION"

@@ -184,12 +184,12 @@ def _san_points_delta(family: list[tuple[int, ...]], m: int, alpha: float, eps: 
 
 
 def test_san_points_exact_privacy_tiny_instance_and_greedy_variant_caught() -> None:
-    """α = 0.45 (5 rounds), ε = 1, δ = 0.1, m = the Choosing minimum (13,983), 4 points with two near the
+    """α = 0.45 (5 rounds), ε = 1, δ = 0.1, m = the Choosing minimum (15,053), 4 points with two near the
     Choosing threshold and a 0/1 singleton: δ(ε) ≤ 1.4e-10 ≪ δ. Taking the top point greedily: δ = 1."""
     alpha, eps, delta = 0.45, 1.0, 0.1
     prm = san_points_parameters(alpha, 0.1, eps, delta)
     m = prm.min_m
-    assert m == 13_983
+    assert m == 15_053
     thr = int(alpha / 2 * m / 2)
     family = [(m - b1 - thr - s, b1, thr, s) for b1 in (thr - 300, thr + 300) for s in (0, 1)]
     _, hi = _san_points_delta(family, m, alpha, eps, prm.epsilon1, prm.rounds, greedy=False)

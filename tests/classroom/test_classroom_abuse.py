@@ -35,6 +35,7 @@ import secrets
 import socket
 import subprocess
 import sys
+import tempfile
 import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -131,7 +132,8 @@ async def start_teacher(*args: str) -> Teacher:
         PYTHON, "-m", "ldp.cli.main", "classroom", "--host", "127.0.0.1", "--bind", "127.0.0.1", "--port", "0", "--http-port", "0",
         # A loaded machine is slow, not missing: rounds and seats wait WAIT_S (a test's own
         # --seat-timeout, later in args, wins).
-        "--machine-users", "10", "--d", "4", "--round-deadline", str(WAIT_S), "--seat-timeout", str(WAIT_S), *args,
+        "--machine-users", "10", "--d", "4", "--round-deadline", str(WAIT_S), "--seat-timeout", str(WAIT_S),
+        "--out", tempfile.mkdtemp(prefix="ldp-classroom-records-"), *args,  # the record saved at the end: not in the repository
         stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=ENV,
     )
     t = Teacher(proc)

@@ -18,7 +18,7 @@ import pytest
 
 from ldp.classroom.dashboard import ClassState, Dashboard, SeatRequest
 from ldp.classroom.enrol import ca_fingerprint, seat_commit, seat_proof
-from ldp.classroom.lessons import TRAVEL, ClassPlan, estimate_reports, sensitive_spec, travel_grr_spec
+from ldp.classroom.lessons import TRAVEL, ClassPlan, Estimate, estimate_reports, sensitive_spec, travel_grr_spec, travel_oue_spec
 from ldp.classroom.student import Answers, StudentHoldings, join
 from ldp.core.concepts import concept_class
 from ldp.core.errors import LDPError, ParameterError
@@ -73,8 +73,8 @@ async def test_pages_state_and_assets_are_served_from_the_package():
                 snap = await r.json()
                 assert snap["version"] == state.version and snap["class"]["plan"]["seats"] == 4
                 assert TOKEN not in json.dumps(snap)  # the token is never in what the dashboard shows
-            # An interval from a single report is undefined: null in the JSON (browsers reject NaN).
-            state.data["one"] = estimate_reports(sensitive_spec(1.0), ClassPlan(4, 10, 4).schema, np.array([1], dtype=np.uint8)).to_json()
+            # An undefined number (no interval) is null in the JSON (browsers reject NaN).
+            state.data["one"] = Estimate(("yes",), (1.0,), (math.nan,), (math.nan,), 1, (math.nan,)).to_json()
             state.changed()
             async with http.get(url + "/state") as r:
                 assert '"low":[null]' in (await r.text()).replace(" ", "")
@@ -211,17 +211,19 @@ def test_student_records_hold_the_answers_in_the_seats_first_row_only():
         Answers(2, 0)
 
 
-def test_estimates_are_the_randomizers_unbiased_estimates_with_a_normal_interval():
+def test_estimates_are_the_randomizers_unbiased_estimates_with_an_exact_interval():
     """The dashboard's estimate is the mean of the randomizer's own per-report unbiased estimates;
-    its interval is mean ± 1.96·s/√n. Checked exactly against a direct computation, and the
-    interval's coverage checked on 400 seeded classes of 200 (binomial: at 95 % coverage, fewer
-    than 360 hits has probability < 1e-4 — the false-alarm rate); a broken variant (the interval
-    of the raw reports, without the debiasing's 1/(p − q)) fails the same check."""
+    its interval is mean ± 1.96·sd with the randomizer's exact sd (binary RR: √(pq/n)/(p − q)),
+    not a sample sd. Checked exactly against a direct computation, and the interval's coverage
+    checked on 400 seeded classes of 200 (binomial: at 95 % coverage, fewer than 360 hits has
+    probability < 1e-4 — the false-alarm rate); a broken variant (the interval of the raw reports,
+    without the debiasing's 1/(p − q)) fails the same check."""
     plan = ClassPlan(4, 1, 4)
     spec = sensitive_spec(1.0)
     from ldp.core.randomizers import LocalRandomizer
 
     rr = LocalRandomizer.build(spec, plan.schema).randomizer
+    p, q = rr.keep_probability, rr.flip_probability
     truth = np.r_[np.ones(60), np.zeros(140)]
     hits = broken_hits = 0
     for t in range(400):
@@ -230,7 +232,7 @@ def test_estimates_are_the_randomizers_unbiased_estimates_with_a_normal_interval
         assert est is not None and est.labels == ("yes",) and est.n == 200
         per = rr.estimate(reports)
         assert math.isclose(est.values[0], float(per.mean()), rel_tol=0, abs_tol=1e-12)
-        half = 1.959963984540054 * per.std(ddof=1) / math.sqrt(200)
+        half = 1.959963984540054 * math.sqrt(p * q / 200) / (p - q)
         assert math.isclose(est.high[0] - est.low[0], 2 * half, abs_tol=1e-12)
         hits += est.low[0] <= 0.3 <= est.high[0]
         narrow = 1.959963984540054 * np.std(reports, ddof=1) / math.sqrt(200)  # forgot the 1/(p − q) of the debiasing
@@ -240,3 +242,33 @@ def test_estimates_are_the_randomizers_unbiased_estimates_with_a_normal_interval
     grr = estimate_reports(travel_grr_spec(1.0), plan.schema, np.array([0.0, 1.0, 1.0, 3.0]))
     assert grr is not None and grr.labels == TRAVEL and math.isclose(sum(grr.values), 1.0, abs_tol=1e-9)
     assert estimate_reports(spec, plan.schema, np.zeros(0)) is None
+
+
+@pytest.mark.parametrize("spec", [sensitive_spec(1.0), travel_grr_spec(1.0), travel_oue_spec(1.0)], ids=["binary_rr", "grr", "oue"])
+def test_an_interval_is_never_zero_width_when_every_report_agrees(spec):
+    """Issue 29: lesson 2 showed ``bike: -1.164 [-1.164, -1.164]``: the sample sd of identical
+    per-report estimates is 0. The exact variance does not depend on the reports agreeing: every
+    interval has width 2·1.96·sd > 0, also from one report, and the sd is the oracle's exact one
+    (``frequency_variance`` at the clipped estimate). The old estimator (the sample sd) fails the
+    first assertion; no randomness is involved."""
+    from ldp.core.frequency_oracles import frequency_variance
+    from ldp.core.randomizers import LocalRandomizer
+
+    plan = ClassPlan(4, 1, 4)
+    r = LocalRandomizer.build(spec, plan.schema).randomizer
+    one = r.sample(np.array([1.0]), RandomSource(3).for_request("classroom", 0, np.arange(1)))
+    for n in (1, 6):
+        same = np.repeat(np.asarray(one), n, axis=0)  # n identical reports
+        est = estimate_reports(spec, plan.schema, same, label="yes")
+        assert est is not None and est.n == n
+        widths = np.subtract(est.high, est.low)
+        assert np.all(widths > 0.1), (spec.kind, n, est)
+        assert est.bounds == (0.0, 1.0)
+        if spec.kind != "binary_rr":
+            expected = np.sqrt(frequency_variance(r, np.clip(est.values, 0, 1), n))
+            assert np.allclose(est.sd, expected, rtol=1e-12)
+            assert np.allclose(widths, 2 * 1.959963984540054 * expected, rtol=1e-12)
+    # An estimate of a fraction outside [0, 1] is kept as it is (unbiased), and the JSON says the range.
+    est = estimate_reports(spec, plan.schema, np.repeat(np.asarray(one), 3, axis=0), label="yes")
+    assert est is not None and est.to_json()["bounds"] == [0.0, 1.0]
+    assert min(est.low) < 0 or max(est.high) > 1

@@ -22,11 +22,11 @@ from ldp.core.datafile import DataPopulation, load_data
 from ldp.core.datafile_schema import MAX_CODES, MISSING_LABEL, ColumnSpec, parse_declaration
 from ldp.core.errors import LDPError, ParameterError
 from ldp.core.schema import Field
+from tests.messy_data import LABELS, messy_columns, write_messy_csv, write_messy_parquet
 
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
 
-LABELS = ["Adelie", "Chinstrap", "Gentoo"]
 MESSY_SCHEMA = {"format": 1, "fields": [
     {"name": "species", "type": "category", "categories": LABELS, "missing": "category", "columns": [" species "]},
     {"name": "mass", "type": "float", "low": 2.5, "high": 6.5, "resolution": 0.01, "missing": "drop", "columns": ["Körpermasse (g)"]},
@@ -41,38 +41,6 @@ def error_of(fn, *args, **kwargs):
     msg = str(info.value)
     assert "\n" not in msg and isinstance(info.value, LDPError)
     return msg
-
-
-def messy_columns(n: int, seed: int = 1) -> dict[str, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    code = np.where(rng.random(n) < 0.02, 3, rng.integers(0, 3, n))  # 3: missing
-    species = np.array([*LABELS, None], dtype=object)[code]
-    mass = np.round(rng.uniform(2.7, 6.3, n), 2)
-    mass[rng.random(n) < 0.03] = np.nan
-    age = rng.integers(0, 100, n).astype(np.float64)
-    age[rng.random(n) < 0.01] = np.nan
-    income = rng.integers(0, 6000, n) * 1000  # some above the declared 5,000,000: clipped
-    return {"code": code, "species": species, "mass": mass, "age": age, "income": income}
-
-
-def write_messy_csv(path, cols) -> None:
-    """The CSV as a spreadsheet exports it: spaces around header names and some labels."""
-    sp = ["" if s is None else (f" {s} " if i % 7 == 0 else s) for i, s in enumerate(cols["species"].tolist())]
-    ms = ["" if m != m else repr(m) for m in cols["mass"].tolist()]
-    ag = ["" if a != a else str(int(a)) for a in cols["age"].tolist()]
-    inc = list(map(str, cols["income"].tolist()))
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(' species ,"Körpermasse (g)", age ,income\n')
-        f.write("\n".join(map(",".join, zip(sp, ms, ag, inc))) + "\n")
-
-
-def write_messy_parquet(path, cols, row_group_size=None) -> None:
-    pq.write_table(pa.table({
-        "species": pa.array(cols["species"].tolist()).dictionary_encode(),
-        "Körpermasse (g) ": pa.array(cols["mass"]),  # NaN, not null: pandas' way of writing a gap
-        " age": pa.array(cols["age"], from_pandas=True).cast(pa.int64()),  # nulls
-        "income": pa.array(cols["income"]),
-    }), path, row_group_size=row_group_size)
 
 
 def expected_records(cols) -> np.ndarray:

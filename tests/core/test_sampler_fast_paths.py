@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from ldp.core.errors import ParameterError
 from ldp.core.plus_minus import PlusMinusRandomizedResponse
 from ldp.core.randomizer_base import rr_cells, rr_draw
 from ldp.core.rng import RandomSource, UserRandomness
@@ -164,3 +165,115 @@ def test_grr_frequencies_use_the_counts() -> None:
     p, q = rr.keep_probability, rr.other_probability
     expected = (reference_category_counts(reports, rr.categories) / N - q) / (p - q)
     np.testing.assert_allclose(rr.frequencies(reports), expected, rtol=0, atol=1e-12)
+
+
+# --- the frequency oracles' estimators (bincount-shaped, issue 27) ---
+
+
+def reference_bit_counts(packed: np.ndarray, k: int) -> np.ndarray:
+    """The plain column sums: unpack every bit, sum each category's column."""
+    return np.unpackbits(packed, axis=1, count=k).sum(axis=0, dtype=np.int64)
+
+
+@pytest.mark.parametrize("k", [2, 7, 16, 17, 24, 64, 70, 1024])
+def test_bit_column_counts_are_the_unpacked_column_sums(k: int) -> None:
+    """``bit_column_counts`` (bincount of the row for k ≤ 16, byte lanes of 64-bit words above)
+    equals the unpacked sum on random rows over several 255-row groups and a ragged last block.
+    A broken lane sum (one 256-row group: a lane of 256 ones wraps to 0) differs."""
+    from ldp.core.frequency_oracles import bit_column_counts
+
+    rng = np.random.default_rng(k)
+    n = 70_001
+    packed = np.packbits(rng.random((n, k)) < 0.9, axis=1)  # dense: lanes near their 255 limit
+    expected = reference_bit_counts(packed, k)
+    assert bit_column_counts(packed, k).tolist() == expected.tolist()
+    assert bit_column_counts(packed[:1], k).tolist() == reference_bit_counts(packed[:1], k).tolist()
+    ones = np.full((256, (k + 7) // 8), 0xFF, dtype=np.uint8)
+    broken = ones.astype(np.uint64).sum(axis=0).astype(np.uint8)  # 256 ones in one byte lane
+    assert broken.tolist() != reference_bit_counts(ones, 8 * ones.shape[1])[::8].tolist()
+
+
+@pytest.mark.parametrize("oracle", ["oue", "sue", "subset_selection"])
+@pytest.mark.parametrize("k", [2, 16, 1024])
+def test_packed_oracles_count_like_the_unpacked_bits(oracle: str, k: int) -> None:
+    """OUE, SUE and Subset Selection count seeded reports exactly as the unpacked column sums,
+    so their estimates (count/n − q*)/(p* − q*) are unchanged."""
+    from ldp.core.frequency_oracles import OptimizedUnaryEncoding, SubsetSelection, SymmetricUnaryEncoding
+
+    cls = {"oue": OptimizedUnaryEncoding, "sue": SymmetricUnaryEncoding, "subset_selection": SubsetSelection}[oracle]
+    R = cls(2.0, tuple(float(c) for c in range(k)))
+    n = 4_000 if k == 1024 else 100_000
+    reports = R.sample((np.arange(n) % k).astype(np.float64), RandomSource(7).for_request("fo", 1, np.arange(n)))
+    counts = reference_bit_counts(reports, k)
+    assert R.support_counts(reports).tolist() == counts.tolist()
+    p, q = (float(x) for x in R.support_fractions())
+    np.testing.assert_array_equal(R.frequencies(reports), (counts / n - q) / (p - q))
+
+
+@pytest.mark.parametrize(("k", "epsilon"), [(2, 1.0), (16, 1.0), (16, 4.0), (1024, 4.0)])
+def test_olh_transform_counts_are_the_hash_definition(k: int, epsilon: float) -> None:
+    """OLH's transform (one unweighted bincount of 2z + sign per Gray-code step) equals
+    C(x) = Σ_i 1[h_{A_i}(x) = y_i] written out here; a broken transform that drops the sign
+    (counts every z as +1) differs."""
+    from ldp.core.frequency_oracles import OptimizedLocalHashing
+
+    R = OptimizedLocalHashing(epsilon, tuple(float(c) for c in range(k)))
+    n = 20_000
+    reports = R.sample((np.arange(n) % k).astype(np.float64), RandomSource(8).for_request("olh", 1, np.arange(n)))
+    w = reports.astype(np.int64)
+    xs = np.arange(k, dtype=np.int64)
+    h = np.zeros((n, k), dtype=np.int64)
+    for r in range(R.l):
+        h |= (np.bitwise_count(w[:, r, None] & xs[None, :]) & 1).astype(np.int64) << r
+    expected = (h == w[:, R.l, None]).sum(axis=0)
+    assert R.support_counts(reports).tolist() == expected.tolist()
+    if R.g > 1:
+        from ldp.core.fourier import walsh_hadamard
+
+        z = np.zeros(n, dtype=np.int64)
+        unsigned = np.bincount(z, minlength=1 << R.m)
+        for t in range(1, R.g):
+            z ^= w[:, (t & -t).bit_length() - 1]
+            unsigned += np.bincount(z, minlength=1 << R.m)
+        assert (walsh_hadamard(unsigned) >> R.l)[:k].tolist() != expected.tolist()
+
+
+@pytest.mark.parametrize("k", [2, 16, 1024, 1 << 16])
+def test_hadamard_counts_are_the_membership_sums(k: int) -> None:
+    """Hadamard Response's C(x) = #{i: parity((x + 1) & j_i) = 0} (reports in x's half), written
+    out; reports outside [0, K) are refused, signed or not. A broken row offset (x instead of
+    x + 1) differs."""
+    from ldp.core.errors import ParameterError
+    from ldp.core.frequency_oracles import HadamardResponse
+
+    R = HadamardResponse(1.0, tuple(float(c) for c in range(k)))
+    n = 50_000
+    reports = R.sample((np.arange(n) % k).astype(np.float64), RandomSource(9).for_request("hr", 1, np.arange(n)))
+    j = reports.astype(np.int64)
+    xs = np.arange(k, dtype=np.int64)[:64]  # the first 64 categories, written out
+    expected = [(np.bitwise_count((x + 1) & j) % 2 == 0).sum() for x in xs]
+    broken = [(np.bitwise_count(x & j) % 2 == 0).sum() for x in xs]
+    got = R.support_counts(reports)
+    assert got[:64].tolist() == expected and broken != expected
+    for bad in (np.array([R.K], dtype=np.uint32), np.array([-1], dtype=np.int64), np.array([R.K], dtype=np.int64)):
+        with pytest.raises(ParameterError, match="reports must be indices"):
+            R.support_counts(bad)
+
+
+@pytest.mark.parametrize("categories", [tuple(float(c) for c in range(16)), tuple(float(c) for c in range(-3, 1021)), (0.0, 1.0, 2.0, 5.0, 9.0)])
+def test_grr_input_index_is_the_search(categories: tuple[float, ...]) -> None:
+    """GRR's users look their input up by its offset when the categories are consecutive integers
+    (no search): the reports equal those of the plain search written here, bit for bit, and every
+    value that is not a category (between two, outside, NaN, ±inf) is still refused. A broken
+    offset (off by one) changes the reports."""
+    rr = KaryRandomizedResponse(1.0, categories)
+    cats = np.asarray(rr.categories)
+    inputs = cats[np.arange(N) % len(cats)]
+    a, b = rr.cell_sizes
+    expected = cats[reference_rr_draw(np.searchsorted(cats, inputs), DRAWS.bits(0), a, b)]
+    assert np.array_equal(rr.sample(inputs, DRAWS), expected)
+    broken = cats[reference_rr_draw(np.minimum(np.searchsorted(cats, inputs) + 1, len(cats) - 1), DRAWS.bits(0), a, b)]
+    assert not np.array_equal(broken, expected)
+    for bad in (cats[0] + 0.5, cats[0] - 1.0, cats[-1] + 1.0, np.nan, np.inf, -np.inf):
+        with pytest.raises(ParameterError, match="not one of the categories"):
+            rr.sample(np.array([cats[0], bad]), RandomSource(1).for_request("bad", 0, np.arange(2)))

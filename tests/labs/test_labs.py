@@ -294,6 +294,63 @@ def test_ldp_sim_lab_runs_a_lab_over_grpc_client_processes(tmp_path):
     assert table(grpc_run.stdout) == table(local.stdout)
 
 
+def test_ldp_sim_lab_5_over_grpc_gives_the_in_process_numbers(tmp_path):
+    """`ldp-sim lab 5 --quick` over gRPC serves its 9 local-attempt populations from one cluster of
+    client processes (``common.oracle_factory``, issue 29: it launched 9 clusters and took 217 s);
+    each population loaded into it starts fresh, so the lab's table is the in-process one, digit
+    for digit. A factory that kept serving the first population, or kept the users' spent budget
+    across loads, would change the local rows (d = 8 and 12 would be answered by d = 4's users)."""
+    grpc_run = _ldp_sim_lab("5", "--quick", "--processes", "2", "--out", str(tmp_path / "g"))
+    assert grpc_run.returncode == 0, grpc_run.stdout[-2000:] + grpc_run.stderr[-3000:]
+    assert "2 client process(es) over gRPC" in grpc_run.stdout
+    local = _ldp_sim_lab("5", "--quick", "--transport", "inprocess", "--out", str(tmp_path / "i"))
+    assert local.returncode == 0, local.stdout[-2000:] + local.stderr[-3000:]
+    rows = lambda out: [line for line in out.splitlines() if line.startswith(("local       d", "central A*  d")) or "│ local attempt │" in line]  # noqa: E731
+    assert rows(grpc_run.stdout) == rows(local.stdout) and len(rows(local.stdout)) == 2 * 3 + 4, rows(local.stdout)
+
+
+def test_a_labs_populations_share_one_cluster_of_client_processes(monkeypatch):
+    """Over gRPC ``common.oracle_factory`` launches one cluster (aggregator + 2 client processes)
+    for all of a lab's populations and loads each later one into it; every population's reports
+    are those of a fresh in-process oracle (same seed, same coins). Catches a factory that launches
+    per population (clusters == 3) or that answers a later population from an earlier one."""
+    import numpy as np
+
+    from ldp.core.concepts import concept_class
+    from ldp.core.population import PopulationSpec
+    from ldp.core.query_specs import label_query
+    from ldp.core.randomizers import RandomizerSpec
+    from ldp.local.messages import SessionKind
+    from ldp.local.session import Request, Session
+    from ldp.simulations.labs import common
+
+    cc = concept_class("parity", 4)
+    specs = [PopulationSpec(cc, cc.random_target(np.random.default_rng(t)), 500 + 100 * t, budget=1.0, seed=t) for t in range(3)]
+
+    async def answers(factory):
+        out = []
+        for spec in specs:
+            async with factory(spec) as oracle:
+                session = Session(oracle, SessionKind.NON_INTERACTIVE, name="shared cluster")
+                (rep,) = await session.round([Request.of(range(spec.size), RandomizerSpec("binary_rr", label_query(), 1.0))])
+                out.append(np.asarray(rep.values).tolist())
+        return out, getattr(factory, "clusters", None), getattr(factory, "populations", None)
+
+    async def both():
+        monkeypatch.setattr(common, "TRANSPORT", "inprocess")
+        async with common.oracle_factory() as factory:
+            in_process, _, _ = await answers(factory)
+        monkeypatch.setattr(common, "TRANSPORT", "grpc")
+        monkeypatch.setattr(common, "PROCESSES", 2)
+        async with common.oracle_factory() as factory:
+            over_grpc = await answers(factory)
+        return in_process, over_grpc
+
+    in_process, (over_grpc, clusters, populations) = asyncio.run(asyncio.wait_for(both(), 120))
+    assert (clusters, populations) == (1, 3)
+    assert over_grpc == in_process and [len(v) for v in in_process] == [500, 600, 700]
+
+
 def test_ldp_sim_lab_honours_ldp_quick_from_the_environment(tmp_path):
     """`LDP_QUICK=1 ldp-sim lab 2` runs lab 2 at its quick size (2,000 users, not 20,000)."""
     proc = _ldp_sim_lab("2", "--transport", "inprocess", "--out", str(tmp_path), env={"LDP_QUICK": "1"})
@@ -312,8 +369,8 @@ def test_ldp_sim_lab_hides_the_solutions_when_asked(tmp_path, how):
     proc = _ldp_sim_lab("6", "--quick", "--transport", "inprocess", "--out", str(tmp_path), *flag, env=env)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
     assert "quick sizes, solutions hidden" in proc.stdout
-    assert "[exercise] compute the buggy randomizer's true privacy loss" in proc.stdout and "your turn" in proc.stdout
-    assert "true ε =" not in proc.stdout
+    assert "[exercise] audit the buggy randomizer exactly and compute its true privacy loss" in proc.stdout and "your turn" in proc.stdout
+    assert "true ε =" not in proc.stdout and "buggy: max log-ratio" not in proc.stdout  # the answer stays hidden
 
 
 def test_ldp_sim_lab_prints_the_narrative_between_the_outputs(tmp_path):
@@ -325,14 +382,15 @@ def test_ldp_sim_lab_prints_the_narrative_between_the_outputs(tmp_path):
         "Lab 6 — Find the privacy bug",  # the title cell
         "Goals. A randomizer's privacy claim",
         "1. The exact audit",  # a heading ...
-        "buggy: max log-ratio",  # ... the output of the code cell after it ...
+        "honest: max log-ratio",  # ... the output of the code cell after it ...
         "2. The statistical audit (black box)",  # ... and the next heading
         "Distinguishing event for inputs",
         "flagged",
         "Exercises",
-        "What is the buggy randomizer's true ε?",
-        "[exercise] compute the buggy randomizer's true privacy loss",
-        "true ε =",  # solutions shown by default
+        "What is its true ε?",
+        "[exercise] audit the buggy randomizer exactly and compute its true privacy loss",
+        "buggy: max log-ratio",  # the buggy version's exact audit is the exercise's solution ...
+        "true ε =",  # ... shown by default
     ]
     positions = [out.find(text) for text in in_order]
     assert -1 not in positions, [t for t, p in zip(in_order, positions) if p < 0]

@@ -23,33 +23,43 @@ function fmt(x) { return (x === null || x === undefined || Number.isNaN(x)) ? "�
 // One estimate as text: "value [low, high]" per label; the same numbers the state carries.
 function estimateText(est, j) { return `${est.labels[j]}: ${fmt(est.values[j])} [${fmt(est.low[j])}, ${fmt(est.high[j])}]`; }
 
-// Bars with 95 % interval whiskers, one per label, on a shared scale.
+// Bars with 95 % interval whiskers, one per label, drawn on the parameter's range (est.bounds,
+// [0, 1] for a fraction). An unbiased estimate or an interval end outside it is drawn clipped at
+// the edge, marked with an arrow, and the note under the chart says why (clipped(est)).
+function outside(est) {
+  const [lo, hi] = est.bounds || [0, 1];
+  return [...est.low, ...est.high, ...est.values].some((v) => Number.isFinite(v) && (v < lo || v > hi));
+}
+
 function chart(est) {
-  const n = est.labels.length, w = 380, rowH = 22, left = 110, h = n * rowH + 18;
-  const finite = [0, 1, ...est.low, ...est.high, ...est.values].filter(Number.isFinite);
-  const lo = Math.min(...finite), hi = Math.max(...finite);
-  const x = (v) => left + (Math.max(lo, Math.min(hi, v)) - lo) / (hi - lo || 1) * (w - left - 10);
+  const n = est.labels.length, w = 560, rowH = 30, left = 150, h = n * rowH + 26;
+  const [lo, hi] = est.bounds || [0, 1];
+  const x = (v) => left + (Math.max(lo, Math.min(hi, v)) - lo) / (hi - lo || 1) * (w - left - 16);
   const ns = "http://www.w3.org/2000/svg";
   const svg = document.createElementNS(ns, "svg");
   svg.setAttribute("class", "chart"); svg.setAttribute("width", w); svg.setAttribute("height", h);
+  svg.setAttribute("viewBox", `0 0 ${w} ${h}`);
   const add = (tag, attrs, text) => {
     const e = document.createElementNS(ns, tag);
     for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
     if (text !== undefined) e.textContent = text;
     svg.append(e); return e;
   };
-  add("line", { x1: x(0), x2: x(0), y1: 0, y2: n * rowH, stroke: "#999" });
-  add("text", { x: x(0) - 3, y: h - 4 }, "0");
-  add("line", { x1: x(1), x2: x(1), y1: 0, y2: n * rowH, stroke: "#ccc", "stroke-dasharray": "3 3" });
-  add("text", { x: x(1) - 3, y: h - 4 }, "1");
+  add("line", { x1: x(lo), x2: x(lo), y1: 0, y2: n * rowH, stroke: "#999" });
+  add("text", { x: x(lo) - 5, y: h - 4 }, String(lo));
+  add("line", { x1: x(hi), x2: x(hi), y1: 0, y2: n * rowH, stroke: "#999", "stroke-dasharray": "4 4" });
+  add("text", { x: x(hi) - 5, y: h - 4 }, String(hi));
   est.labels.forEach((label, j) => {
-    const y = j * rowH + 4, v = est.values[j];
-    add("text", { x: 2, y: y + 12 }, label.length > 16 ? label.slice(0, 15) + "…" : label);
-    if (Number.isFinite(v)) add("rect", { x: Math.min(x(0), x(v)), y: y, width: Math.abs(x(v) - x(0)), height: 14, fill: "#2f7ed8", opacity: 0.75 });
-    if (Number.isFinite(est.low[j]) && Number.isFinite(est.high[j])) {
-      add("line", { x1: x(est.low[j]), x2: x(est.high[j]), y1: y + 7, y2: y + 7, stroke: "#111", "stroke-width": 2 });
-      add("line", { x1: x(est.low[j]), x2: x(est.low[j]), y1: y + 2, y2: y + 12, stroke: "#111" });
-      add("line", { x1: x(est.high[j]), x2: x(est.high[j]), y1: y + 2, y2: y + 12, stroke: "#111" });
+    const y = j * rowH + 5, v = est.values[j], a = est.low[j], b = est.high[j];
+    add("text", { x: 2, y: y + 17 }, label.length > 14 ? label.slice(0, 13) + "…" : label);
+    if (Number.isFinite(v)) add("rect", { x: x(lo), y: y, width: x(v) - x(lo), height: 20, fill: "#2f7ed8", opacity: 0.75 });
+    if (Number.isFinite(a) && Number.isFinite(b)) {
+      add("line", { x1: x(a), x2: x(b), y1: y + 10, y2: y + 10, stroke: "#111", "stroke-width": 3 });
+      // An end inside the range is a whisker; an end beyond it, an arrow at the edge.
+      if (a >= lo) add("line", { x1: x(a), x2: x(a), y1: y + 3, y2: y + 17, stroke: "#111", "stroke-width": 2 });
+      else add("text", { x: x(lo) - 2, y: y + 16, class: "clip" }, "◀");
+      if (b <= hi) add("line", { x1: x(b), x2: x(b), y1: y + 3, y2: y + 17, stroke: "#111", "stroke-width": 2 });
+      else add("text", { x: x(hi) - 12, y: y + 16, class: "clip" }, "▶");
     }
   });
   return svg;
@@ -63,7 +73,7 @@ function renderStudents(state) {
     const budget = s.budget || 0, frac = budget > 0 ? Math.min(1, s.spent / budget) : 0;
     const bar = el("div", { class: "bar" + (frac >= 0.999 ? " full" : "") }, el("span", { cssWidth: `${(100 * frac).toFixed(1)}%` }));
     body.append(el("tr", { class: s.connected ? "" : "away", id: `student-${s.seat}` },
-      el("td", {}, s.seat), el("td", {}, s.name + (s.connected ? "" : " (left)")),
+      el("td", {}, s.seat), el("td", { class: "name", title: s.name }, s.name + (s.connected ? "" : " (left)")),
       el("td", {}, bar, el("span", { class: "estimate" }, `${(s.spent || 0).toFixed(2)} / ${budget ? budget.toFixed(2) : "?"}`)),
       el("td", { class: "estimate" }, (s.machine_spent || 0).toFixed(2))));
   }
@@ -72,10 +82,14 @@ function renderStudents(state) {
 
 function renderRequest(req) {
   const box = el("div", { class: "request", id: `request-${req.id}` });
-  box.append(el("div", {}, el("b", {}, req.label), " — ", el("span", { class: "q" }, req.question)));
+  // The question in words; its formula (req.query) as the label's title and, for a learner's
+  // question (not a lesson's own, which the lesson labels), on a smaller line under it.
+  box.append(el("div", {}, el("b", { class: "label", title: req.query || "" }, req.label), ...(req.question ? [" — ", el("span", { class: "q" }, req.question)] : [])));
+  if (!req.students_only && req.query && req.query !== req.label) box.append(el("div", { class: "formula" }, req.query));
   box.append(el("div", { class: "meta" }, `${req.kind}, ε = ${req.epsilon} · asked ${req.asked} · answered ${req.answered} · refused ${req.refused}` + (req.missing ? ` · missing ${req.missing}` : "")));
   const chips = el("div", { class: "chips" });
   for (const c of req.chips) {
+    // The value is what the student's terminal said was sent ("bits 0100" for OUE, 0/1, a category).
     chips.append(el("span", { class: "chip" + (c.refused ? " refused" : ""), title: c.name }, `${c.name}: ${c.refused ? "refused" : (typeof c.value === "string" ? c.value : JSON.stringify(c.value))}`));
   }
   box.append(chips);
@@ -84,6 +98,10 @@ function renderRequest(req) {
     const lines = el("div", { class: "estimate" });
     est.labels.forEach((_, j) => lines.append(el("div", { class: "est", id: `est-${req.id}-${j}` }, estimateText(est, j))));
     box.append(el("div", { class: "meta" }, `debiased estimate from ${est.n} reports (95 % interval):`), lines, chart(est));
+    if (outside(est)) {
+      box.append(el("p", { class: "note" }, "Outside 0–1? The debiasing undoes the randomizer's lies on average, so with few reports an estimate or an interval "
+        + "end can fall below 0 or above 1 (the numbers above are the unbiased ones). The bars are clipped at 0 and 1; an arrow marks an interval that goes on."));
+    }
   }
   return box;
 }
@@ -95,8 +113,9 @@ function renderSteps(state) {
   for (const step of list) {
     const box = el("div", { class: `step ${step.status}` }, el("h3", {}, step.title), el("p", { class: "say" }, step.say));
     if (step.result && step.result.text) box.append(el("p", { class: "result" }, step.result.text));
-    for (const round of step.rounds.slice().reverse()) {
-      const r = el("div", { class: "round" }, el("h4", {}, `session ${round.session}, round ${round.round}${round.last ? "" : " (more rounds follow)"}${round.done ? "" : " — answers arriving…"}`));
+    for (const round of step.rounds) {  // oldest first: a later round may depend on an earlier one
+      const title = round.title || "a question";
+      const r = el("div", { class: "round" }, el("h4", {}, `${title[0].toUpperCase()}${title.slice(1)}${round.last ? "" : " (another question follows, chosen from these answers)"}${round.done ? "" : " — answers arriving…"}`));
       for (const req of round.requests) r.append(renderRequest(req));
       box.append(r);
     }
@@ -108,7 +127,11 @@ function renderSteps(state) {
 function renderLog(state) {
   const log = document.getElementById("log");
   log.replaceChildren();
-  for (const e of state.events.slice().reverse()) log.append(el("li", {}, `${new Date(e.time * 1000).toLocaleTimeString()} ${e.text}`));
+  // Newest first; each line keeps its number over the whole class (e.n), whatever scrolled away.
+  state.events.forEach((e, i) => {
+    const item = el("li", { value: e.n || i + 1 }, `${new Date(e.time * 1000).toLocaleTimeString()} ${e.text}`);
+    log.prepend(item);
+  });
 }
 
 function render(state) {
