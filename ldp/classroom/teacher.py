@@ -795,8 +795,9 @@ class Teacher:
         """The class's work, kept (issue 29): in ``out_dir`` (``--out``, default the current
         directory), ``class-record-STAMP.json`` (the dashboard's whole state, every report,
         estimate and refusal it showed, with the record), ``class-record-STAMP.csv`` (one row per
-        lesson: its number, title and result line) and ``class-record-STAMP-lesson-N.csv`` (each
-        lesson's table). Nothing in them is more than the projector showed: the state never holds
+        lesson: its number, title and result line), ``class-record-STAMP-lesson-N.csv`` (each
+        lesson's table) and ``class-record-STAMP-lesson-N.png`` (the dashboard's charts of lesson
+        N: each question's estimate with its 95 % interval; only for a lesson that has one). Nothing in them is more than the projector showed: the state never holds
         the token (withheld again here, as the dashboard does). Returns the paths written;
         a directory that cannot be written is one line (``LDPError``)."""
         import csv
@@ -820,6 +821,11 @@ class Teacher:
                     w.writerow(r.columns)
                     w.writerows(r.rows)
                 paths.append(path)
+            steps = {step["title"]: step for step in self.state.data["steps"]}
+            for k, r in enumerate(self.results):
+                panels = _chart_panels(steps.get(r.title, {}))
+                if panels:
+                    paths.append(save_lesson_chart(Path(f"{base}-lesson-{k + 1}.png"), r.title, panels))
         except OSError as exc:
             raise LDPError(f"cannot save the class's record in {out_dir}: {exc.strerror or exc} (choose another --out)") from None
         return paths
@@ -841,6 +847,58 @@ class Teacher:
         self.say(f"\n== {record.title}\n" + "\n".join(f"   {title}: {line}" for title, line in record.rows))
         self.state.data["finished"] = True
         self.state.changed()
+
+
+MAX_CHART_PANELS = 12  # a lesson's PNG shows at most this many questions (lesson 4 asks many): a page stays readable
+
+
+def _chart_panels(step: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """The charts the dashboard drew for one lesson (``app.js``'s ``chart``): every question of
+    its rounds, oldest first, that has an estimate, as (label, estimate JSON)."""
+    return [
+        (str(req.get("label", "")), req["estimate"])
+        for rnd in step.get("rounds", [])
+        for req in rnd.get("requests", [])
+        if req.get("estimate") and req["estimate"].get("labels")
+    ]
+
+
+def save_lesson_chart(path: Path, title: str, panels: list[tuple[str, dict[str, Any]]]) -> Path:
+    """One lesson's charts as a PNG (issue 29's export): a panel per question, each label's
+    debiased estimate with its 95 % interval (an undefined one is drawn as the point alone) and
+    the parameter's range shaded, as the dashboard draws them. Matplotlib is imported here, with
+    the Agg backend (no display: the teacher's terminal may have none), only when a class ends."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    shown = panels[:MAX_CHART_PANELS]
+    fig, axes = plt.subplots(len(shown), 1, figsize=(7.0, 1.2 + 2.4 * len(shown)), squeeze=False)
+    for ax, (label, est) in zip(axes[:, 0], shown):
+        labels = [str(x) for x in est["labels"]]
+        x = list(range(len(labels)))
+        low_b, high_b = est.get("bounds") or (0.0, 1.0)
+        ax.axhspan(low_b, high_b, color="0.93", label="the parameter's range")
+        for j, v in enumerate(est["values"]):
+            if v is None:
+                continue
+            lo, hi = est["low"][j], est["high"][j]
+            err = None if lo is None or hi is None else [[v - lo], [hi - v]]
+            ax.errorbar([j], [v], yerr=err, fmt="o", color="C0", capsize=4)
+        ax.set_xticks(x, labels)
+        ax.set_ylabel("estimate (95 % interval)")
+        n = int(est.get("n", 0))
+        ax.set_title(f"{label} — {n} report{'' if n == 1 else 's'}", fontsize=10)
+        ax.legend(fontsize=8, loc="upper right")
+    more = f" (the first {MAX_CHART_PANELS} of {len(panels)} questions)" if len(panels) > len(shown) else ""
+    fig.suptitle(title + more, fontsize=11)
+    fig.tight_layout()
+    try:
+        fig.savefig(path, dpi=100)
+    finally:
+        plt.close(fig)
+    return path
 
 
 def classroom_aggregator(teacher: Teacher, bind: str, tls: ServerTLS) -> GrpcAggregator:
@@ -920,8 +978,9 @@ def _print_join(command: str, dashboard_url: str, say: Callable[[str], None]) ->
 class Console:
     """The teacher's terminal while the class runs: Enter advances (the lessons, the next lesson,
     the end of the class); ``seats`` lists the seats with their addresses (not on the projected
-    page); ``remove N`` removes seat N (``Teacher.remove``); ``help``. Teacher-only by where it
-    is: the terminal of the process that holds the class's keys (docs/classroom.md, "Seats").
+    page); ``remove N`` removes seat N (``Teacher.remove``); ``help``; at the end of the class,
+    ``end`` (or a second Enter) confirms the end (``confirm``). Teacher-only by where it is: the
+    terminal of the process that holds the class's keys (docs/classroom.md, "Seats").
 
     Lines are read by a daemon thread from file descriptor 0 (unbuffered, so no lock is held at
     exit, and the process never waits for a line at the end of the class); at end of input every
@@ -934,6 +993,7 @@ class Console:
         self._eof = False
         self._tasks: set[asyncio.Future[Any]] = set()
         self._loop = asyncio.get_running_loop()
+        self.ending = False  # the lessons are over: ``end`` confirms the end of the class
 
     def start(self) -> None:
         threading.Thread(target=self._read, name="ldp-classroom-console", daemon=True).start()
@@ -960,7 +1020,7 @@ class Console:
         if text is None:
             self._eof = True
             self._enters.put_nowait(None)
-        elif not text:
+        elif not text or (self.ending and text.split() == ["end"]):
             self._enters.put_nowait(None)
         else:
             task = asyncio.ensure_future(self.command(text))
@@ -975,12 +1035,26 @@ class Console:
         elif len(words) == 2 and words[0] == "remove" and words[1].isdigit():
             self.say(await self.teacher.remove(int(words[1])))
         elif words == ["help"]:
-            self.say("commands: Enter (go on), seats (list the seats), remove N (remove seat N), help")
+            self.say("commands: Enter (go on), seats (list the seats), remove N (remove seat N), help; "
+                     "after the lessons, Enter then `end` (or Enter again) ends the class and closes the dashboard")
+        elif words == ["end"]:
+            self.say("`end` ends the class once the lessons are over; Enter goes on")
         else:
             self.say(f"unknown command {clean_text(text, 60)!r}: Enter (go on), seats, remove N, help")
 
     async def enter(self, what: str) -> None:
         self.say(f"(press Enter for the {what}; `seats` lists the seats, `remove N` removes seat N)")
+        if not self._eof:
+            await self._enters.get()
+
+    async def confirm(self) -> None:
+        """The end of the class, confirmed: Enter asked, then ``end`` or a second Enter closes
+        the dashboard (a stray Enter does not take the projected class away). Lines that are
+        neither (``seats``, ``remove N``) are commands as before; end of input confirms, as
+        every ``enter`` returns at end of input."""
+        self.ending = True
+        await self.enter("end of the class: the dashboard stays up until you confirm")
+        self.say("end the class and close the dashboard? type `end` (or press Enter again)")
         if not self._eof:
             await self._enters.get()
 
@@ -1141,14 +1215,17 @@ async def classroom(ns: argparse.Namespace, say: Callable[[str], None] = print) 
                     await asyncio.sleep(ns.pace)
 
             await teacher.run_lessons(pause)
+            # The class's work is kept as soon as the lessons end, while the dashboard stays up
+            # (issue 29): a teacher who closes the terminal later has lost nothing.
+            saved = teacher.save_record(Path(getattr(ns, "out", None) or "."))
+            charts = [p for p in saved if p.suffix == ".png"]
+            say(f"the class's record is saved: {saved[0]} (everything the dashboard showed, JSON), {saved[1]} (one row per lesson)"
+                + (f" and each lesson's table, {saved[2].name[: -len('1.csv')]}N.csv" if len(saved) > 2 else "")
+                + (f"; its charts: {', '.join(p.name for p in charts)}" if charts else ""))
             if ns.linger is None:
-                await console.enter("end of the class: the class's record is saved, then the dashboard stops")
+                await console.confirm()
             else:
                 await asyncio.sleep(ns.linger)
-            # The class's work is kept before anything stops (the dashboard shows it until then).
-            saved = teacher.save_record(Path(getattr(ns, "out", None) or "."))
-            say(f"the class's record is saved: {saved[0]} (everything the dashboard showed, JSON), {saved[1]} (one row per lesson)"
-                + (f" and each lesson's table, {saved[2].name[: -len('1.csv')]}N.csv" if len(saved) > 2 else ""))
         finally:
             housekeeping.cancel()
             await asyncio.gather(housekeeping, return_exceptions=True)

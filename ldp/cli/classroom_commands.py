@@ -26,13 +26,13 @@ def add_classroom_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentPars
     p.add_argument("--d", type=int, default=5, help="MASKED-PARITY dimension (default 5)")
     p.add_argument("--students", type=int, default=0, help="start the lessons once this many students have joined (default: when the teacher presses Enter)")
     p.add_argument("--pace", type=float, default=None, help="seconds between lessons (default: wait for Enter)")
-    p.add_argument("--linger", type=float, default=None, help="seconds to keep the dashboard up after the last lesson (default: until Enter)")
+    p.add_argument("--linger", type=float, default=None, help="seconds to keep the dashboard up after the last lesson, then close with no confirmation (default: until Enter, then `end`)")
     p.add_argument("--wait", type=float, default=1800.0, help="seconds to wait for --students (default 1800)")
     p.add_argument("--seats-per-address", type=int, default=1, metavar="N", help="live seats one network address may hold (default 1: one student, one machine; more for several students on one machine)")
     p.add_argument("--seat-timeout", type=float, default=120.0, metavar="S", help="seconds after which a seat given and not connected (or whose connection ended) is free again (default 120)")
     p.add_argument("--round-deadline", type=float, default=60.0, metavar="S", help="seconds a lesson's round waits for the students' reports; a machine that misses it is MISSING for that round (default 60)")
     p.add_argument("--ledger-deadline", type=float, default=10.0, metavar="S", help="seconds to wait for the students' ledger reports after a round; a machine that misses it is not asked again (default 10)")
-    p.add_argument("--out", metavar="DIR", default=None, help="where the class's record is saved at the end: JSON of the dashboard's state and CSV tables (default: the current directory)")
+    p.add_argument("--out", metavar="DIR", default=None, help="where the class's record is saved when the lessons end: JSON of the dashboard's state, CSV tables and PNG charts (default: the current directory)")
     p.add_argument("--pki", metavar="DIR", help="keep the class's CA, certificate and token in DIR (created; default: a temporary directory, removed at the end)")
     return p
 

@@ -72,6 +72,9 @@ then leftmost column). For a **served** file (``load_data(..., served=True)``, w
 process hosting the file uses) no message names a cell's value: its text could reach the
 aggregator's side (e.g. the log of a client placed by Ray), so it says ``the cell is not an
 integer`` or ``the value is not ...`` with the file, row, column and what is allowed.
+With ``load_data(..., lazy=True)`` (a client process hosting a shard of the users) a row's cells
+are parsed and checked when ``records`` reads it, so each client checks its own rows, with the
+same message the whole file's load gives for that row (issue 25).
 """
 
 from __future__ import annotations
@@ -269,6 +272,22 @@ class _CsvLines:
         return _csv_rows_carefully(self.text, self.display, self.width, stop_row=self.first + i)
 
 
+def _read_text(p: Path, display: str) -> tuple[tuple[int, int], bytes, bytes, str]:
+    """A CSV file read whole: its stat (to notice a change later), the SHA-256 of its bytes (the
+    data's identity), the bytes and their text (UTF-8, a BOM allowed); one-line errors naming
+    the file."""
+    try:
+        stat = _stat(p)
+        data = p.read_bytes()
+    except OSError as exc:
+        raise ParameterError(f"data file {display!r} cannot be read: {one_line(exc)}") from None
+    digest = hashlib.sha256(data).digest()
+    try:
+        return stat, digest, data, data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ParameterError(f"{display}: not UTF-8 text (byte {exc.start} cannot be decoded)") from None
+
+
 def _scan_csv(
     p: Path, display: str, columns: tuple[str, ...] | None, inferring: bool, on_chunk: _Consumer
 ) -> tuple[tuple[str, ...], list[int], _Meta]:
@@ -279,17 +298,8 @@ def _scan_csv(
     Rows are read in C (``csv.reader`` through ``itertools.islice``); a chunk with anything
     unusual (a blank row, a row of another width, malformed CSV) is walked again row by row
     from the file's start for the exact error and line (``_csv_rows_carefully``)."""
-    try:
-        stat = _stat(p)
-        data = p.read_bytes()
-    except OSError as exc:
-        raise ParameterError(f"data file {display!r} cannot be read: {one_line(exc)}") from None
-    digest = hashlib.sha256(data).digest()
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise ParameterError(f"{display}: not UTF-8 text (byte {exc.start} cannot be decoded)") from None
-    del data
+    stat, digest, data, text = _read_text(p, display)
+    del data  # the text is what is parsed: the bytes need not stay in memory
     reader = _csv_reader(text)
     header = _csv_header(reader, display)
     names = _choose_columns(display, header, columns, inferring=inferring)
@@ -322,6 +332,92 @@ def _scan_csv(
     return names, index, _Meta(size=rows_seen, digest=digest, stat=stat)
 
 
+@dataclass(frozen=True)
+class _CsvLayout:
+    """Where each data row of a CSV file lies, found without parsing its cells (``_csv_layout``)."""
+
+    header_lines: int  # physical lines up to and including the header row
+    width: int  # cells per row (the header's)
+    index: tuple[int, ...]  # the chosen columns' positions in the header
+    starts: np.ndarray  # byte offset of each data row, then the end of the last one (n + 1 values)
+
+
+def _csv_layout(p: Path, display: str, columns: tuple[str, ...]) -> tuple[_Meta, _CsvLayout] | None:
+    """Check a CSV file's bytes, header and columns and count its rows without parsing them.
+
+    Only for a file whose data rows are one physical line each: no ``"`` after the header and
+    every carriage return part of a CRLF (else None: the caller parses the whole file). Then a
+    row is a line, so numpy finds the rows' byte offsets at memory speed. The whole file is
+    still read, hashed (the identity, as ``_scan_csv`` hashes it) and decoded (a non-UTF-8 byte
+    anywhere is an error), and a blank line between data rows is still an error
+    (``_csv_rows_carefully`` names its line); the cells are parsed and checked by
+    ``_read_csv_rows``, only for the rows asked for.
+    """
+    stat, digest, data, text = _read_text(p, display)
+    reader = _csv_reader(text)
+    header = _csv_header(reader, display)
+    names = _choose_columns(display, header, columns, inferring=False)
+    header_lines = reader.line_num
+    if data.count(b"\r") != data.count(b"\r\n"):  # a lone CR ends a row for csv, not a line here
+        return None
+    raw = np.frombuffer(data, dtype=np.uint8)
+    ends = np.flatnonzero(raw == 0x0A)  # each line's LF
+    body = int(ends[header_lines - 1]) + 1 if header_lines <= len(ends) else len(data)
+    if data.find(b'"', body) >= 0:  # a quoted cell may span lines: parse it all (the caller)
+        return None
+    ends = ends[header_lines:]
+    if len(ends) == 0 or int(ends[-1]) != len(data) - 1:
+        ends = np.append(ends, len(data))  # the last line has no LF
+    starts = np.concatenate(([body], ends[:-1] + 1))
+    cr = np.zeros(len(ends), dtype=bool)
+    filled = ends > starts
+    cr[filled] = raw[ends[filled] - 1] == 0x0D
+    blank = ends - starts - cr == 0
+    rows = np.flatnonzero(~blank)
+    if len(rows) == 0:
+        raise ParameterError(f"{display}: the file has a header but no data rows")
+    n = int(rows[-1]) + 1  # blank lines at the end of the file are no rows
+    if blank[:n].any():
+        _csv_rows_carefully(text, display, len(header))  # raises: a blank line between data rows
+        raise AssertionError("unreachable: the careful walk names the blank line")  # pragma: no cover
+    last_end = int(ends[n - 1]) + (1 if int(ends[n - 1]) < len(data) else 0)
+    offsets = np.append(starts[:n], last_end).astype(np.int64)
+    offsets.setflags(write=False)
+    index = tuple(header.index(c) for c in names)
+    return _Meta(size=n, digest=digest, stat=stat), _CsvLayout(header_lines, len(header), index, offsets)
+
+
+def _read_csv_rows(p: Path, display: str, layout: _CsvLayout, first: int, count: int, on_chunk: _Consumer) -> None:
+    """Parse and check data rows first .. first+count−1 only, found by ``_csv_layout``:
+    ``on_chunk(first_row, lines, cells per chosen column)`` per chunk of ``_CHUNK_ROWS`` rows,
+    as ``_scan_csv`` calls it (one physical line per row, so a row's line is known)."""
+    lo, hi = int(layout.starts[first]), int(layout.starts[first + count])
+    try:
+        with p.open("rb") as fh:
+            fh.seek(lo)
+            text = fh.read(hi - lo).decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ParameterError(f"data file {display!r} cannot be read: {one_line(exc)}") from None
+    reader = _csv_reader(text)
+    on_chunk.start(layout.index)
+    pick = [operator.itemgetter(j) for j in layout.index]
+    row = first
+    line = layout.header_lines + first + 1
+    while row < first + count:
+        try:
+            chunk = list(itertools.islice(reader, min(_CHUNK_ROWS, first + count - row)))
+        except csv.Error as exc:
+            raise _csv_error(display, exc, layout.header_lines + first + reader.line_num) from None
+        if len(chunk) == 0:  # the bytes at the offsets are no longer these rows
+            raise ParameterError(f"{display}: the file changed since it was loaded; load it again")
+        if set(map(len, chunk)) != {layout.width}:
+            i = next(i for i, r in enumerate(chunk) if len(r) != layout.width)
+            raise ParameterError(f"{display}, row {row + i + 1} (line {line + i}): has {len(chunk[i])} cell(s), the header has {layout.width}")
+        on_chunk(row, range(line, line + len(chunk)), [list(map(g, chunk)) for g in pick])
+        row += len(chunk)
+        line += len(chunk)
+
+
 def _pyarrow(display: str) -> tuple[Any, Any]:
     try:
         import pyarrow as pa
@@ -348,8 +444,11 @@ def _parquet_names(pf: Any) -> tuple[list[str], list[str]]:
 
 
 def _scan_parquet(
-    p: Path, display: str, columns: tuple[str, ...] | None, inferring: bool, on_chunk: _Consumer
+    p: Path, display: str, columns: tuple[str, ...] | None, inferring: bool, on_chunk: _Consumer, read: bool = True
 ) -> tuple[tuple[str, ...], list[int], _Meta]:
+    """Read a Parquet file's chosen columns in batches (``on_chunk`` as ``_scan_csv``); with
+    ``read`` False only its identity, columns and row groups (``DataPopulation._read_rows``
+    reads a slice's row groups later)."""
     pa, _ = _pyarrow(display)
     try:
         stat = _stat(p)
@@ -368,9 +467,9 @@ def _scan_parquet(
         size = starts[-1]
         if size == 0:
             raise ParameterError(f"{display}: the file has no data rows")
-        row = 0
+        row = 0 if read else size
         try:
-            for batch in pf.iter_batches(batch_size=_CHUNK_ROWS, columns=[stored[j] for j in index], use_threads=False):
+            for batch in pf.iter_batches(batch_size=_CHUNK_ROWS, columns=[stored[j] for j in index], use_threads=False) if read else ():
                 on_chunk(row, None, [batch.column(k) for k in range(len(names))])
                 row += batch.num_rows
         except (pa.ArrowException, OSError) as exc:
@@ -632,6 +731,8 @@ class _Loaded:
     meta: _Meta
     matrix: np.ndarray | None
     missing: tuple[int, ...]
+    lazy: bool = False  # no cell read yet: records() parses and checks the rows it is asked for
+    csv: _CsvLayout | None = None  # a lazy CSV's rows (``_csv_layout``)
 
 
 def _scan(p: Path, display: str, fmt: str, columns: tuple[str, ...] | None, inferring: bool, on_chunk: _Consumer) -> tuple[tuple[str, ...], list[int], _Meta]:
@@ -671,11 +772,19 @@ def _columns_arg(columns: Sequence[str] | None) -> tuple[str, ...] | None:
     return tuple(header_name(c) for c in columns)
 
 
-def _load(path: PathLike, schema: SchemaLike, columns: Sequence[str] | None, quote: bool) -> _Loaded:
+def _load(path: PathLike, schema: SchemaLike, columns: Sequence[str] | None, quote: bool, lazy: bool = False) -> _Loaded:
     p, display = _check_path(path)
     cols = _columns_arg(columns)
     declared = _resolve_schema(schema, cols)
     fmt = "parquet" if _is_parquet(p) else "csv"
+    if lazy and declared is not None:  # the file's identity, columns and rows; no cell yet
+        if fmt == "parquet":
+            _, _, meta = _scan_parquet(p, display, declared.columns, False, _Encoder(display, declared.columns, [], quote, keep=False), read=False)
+            return _Loaded(p, fmt, declared, meta, None, (), lazy=True)
+        found = _csv_layout(p, display, declared.columns)
+        if found is not None:
+            return _Loaded(p, fmt, declared, found[0], None, (), lazy=True, csv=found[1])
+        # else a quoted cell may span lines: the whole file is parsed below, as without lazy
     if declared is None:
         # inference: observe (kinds, ranges, labels), then check every cell as the inferred
         # schema's spec reads it (integers: anything int16, with the int16 message)
@@ -764,6 +873,8 @@ class DataPopulation:
     _stat: tuple[int, int] | None = field(default=None, repr=False, compare=False)
     _row_groups: tuple[int, ...] = field(default=(), repr=False, compare=False)
     _missing: tuple[int, ...] = field(default=(), repr=False, compare=False)
+    _lazy: bool = field(default=False, repr=False, compare=False)  # load_data(lazy=True): rows checked as read
+    _csv: _CsvLayout | None = field(default=None, repr=False, compare=False)  # a lazy CSV's row offsets
 
     @property
     def declaration(self) -> DeclaredSchema:
@@ -807,6 +918,8 @@ class DataPopulation:
         For the data owner only: these counts are computed from the data and are never part of
         the public description (invariant I3); the number of users is the number of rows
         whatever is missing."""
+        if self._lazy:
+            raise ParameterError(f"{self.path}: loaded with lazy=True, so its cells were not all read; load it without lazy to count missing cells")
         counts = self._missing or (0,) * len(self.columns)
         return {c: int(n) for c, n in zip(self.columns, counts)}
 
@@ -836,10 +949,12 @@ class DataPopulation:
             raise ParameterError(
                 f"users {first_user}..{first_user + count - 1} are outside the population 0..{self.size - 1}"
             )
-        if self._matrix is None and not self._row_groups:
+        if self._matrix is None and not self._row_groups and self._csv is None:
             self._reload()
         if self._matrix is not None:
             return self._matrix[first_user : first_user + count].copy()
+        if self._csv is not None:
+            return self._read_csv(first_user, count)
         return self._read_rows(first_user, count)
 
     # -- internals --------------------------------------------------------------------------
@@ -854,6 +969,21 @@ class DataPopulation:
             raise self._changed()
         for name in ("_matrix", "_stat", "_row_groups", "_missing"):
             object.__setattr__(self, name, getattr(again, name))
+
+    def _read_csv(self, first: int, count: int) -> np.ndarray:
+        """A lazy CSV's rows first .. first+count−1, parsed and checked now (``_read_csv_rows``)."""
+        assert self._csv is not None
+        if count == 0:
+            return np.zeros((0, self.schema.width), dtype=RECORD_DTYPE)
+        display = str(self.path)
+        try:
+            if _stat(self.path) != self._stat:
+                raise self._changed()
+        except OSError as exc:
+            raise ParameterError(f"data file {display!r} cannot be read: {one_line(exc)}") from None
+        encoder = _Encoder(display, self.columns, self.declaration.column_specs(), not self.served, keep=True)
+        _read_csv_rows(self.path, display, self._csv, first, count, encoder)
+        return encoder.matrix()
 
     def _read_rows(self, first: int, count: int) -> np.ndarray:
         if count == 0:
@@ -883,7 +1013,7 @@ class DataPopulation:
 
 
 def load_data(
-    path: PathLike, schema: SchemaLike = None, *, columns: Sequence[str] | None = None, served: bool = False
+    path: PathLike, schema: SchemaLike = None, *, columns: Sequence[str] | None = None, served: bool = False, lazy: bool = False
 ) -> DataPopulation:
     """Load and check users' records from a CSV or Parquet file.
 
@@ -912,6 +1042,14 @@ def load_data(
         (default: all).
     served : bool, default False
         True for a file a client process hosts (``ClientConfig``): no error names a cell's value.
+    lazy : bool, default False
+        True (with a declared schema; ignored without one, since inference reads every cell):
+        read now only what the whole file decides (its identity, columns and number of rows,
+        and for CSV its UTF-8 text and blank lines), and parse and check a row's cells only when
+        ``records(first, count)`` asks for it: what a client process hosting a shard of the
+        users needs (``ClientConfig.holdings``). A bad cell outside the rows asked for is not
+        found; ``missing_counts()`` is refused. A CSV file with a quote character in its data
+        rows, or a carriage return outside a CRLF, is parsed whole (a row may span lines).
 
     Returns
     -------
@@ -945,7 +1083,9 @@ def load_data(
     """
     if not isinstance(served, bool):
         raise ParameterError(f"served must be True or False, got {served!r}")
-    loaded = _load(path, schema, columns, quote=not served)
+    if not isinstance(lazy, bool):
+        raise ParameterError(f"lazy must be True or False, got {lazy!r}")
+    loaded = _load(path, schema, columns, quote=not served, lazy=lazy)
     declared = loaded.declared
     matrix = loaded.matrix  # Parquet: None, records() reads row groups on demand
     if matrix is not None:
@@ -964,6 +1104,8 @@ def load_data(
         _stat=loaded.meta.stat,
         _row_groups=loaded.meta.row_groups,
         _missing=loaded.missing,
+        _lazy=loaded.lazy,
+        _csv=loaded.csv,
     )
 
 

@@ -24,6 +24,13 @@ JSON format 1 (``to_json``): ``{"format": 1, "population", "data_path", "schema_
 "budget", "report_key", "seal_key", "key_salt", "ledger_path", "ledgers"}``. ``format`` is
 required; the other keys may be left out (their defaults above); an unknown key, another format
 or a value of the wrong type is refused with the key's name.
+
+Rows checked (issue 25): a client process reading its configuration as JSON (``from_json``, what
+``python -m ldp.wire.client --config`` does) parses and checks only its own users' rows of a data
+file (``shard_rows_only``; ``load_data(..., lazy=True)``): its whole file is still hashed (the
+identity) and its rows counted (the public ``size``), and every row is checked by the process
+whose users it holds. The launchers that write such configurations (``ldp-sim clients``,
+``launch_data``) have read the whole file once before, so a bad cell anywhere is one line there.
 """
 
 from __future__ import annotations
@@ -31,7 +38,7 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ldp.core.errors import LDPError, ParameterError, require_epsilon
@@ -106,6 +113,9 @@ class ClientConfig:
     ledger_path: str | None = None  # a durable SQLite ledger; None: in memory
     ledgers: str = "keep"  # in memory: "keep" every population's ledgers, or "one_load" (MemoryLedgerStore)
     key_salt: bytes | None = None  # None: a fresh salt per process life; b"": the experiment vouches (module docstring)
+    # Not in the JSON: True where the configuration was read as JSON by a client process, which
+    # then parses only its own users' rows of a data file (module docstring, "Rows checked").
+    shard_rows_only: bool = field(default=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.ledgers not in ("keep", "one_load"):
@@ -173,6 +183,7 @@ class ClientConfig:
             ledger_path=data.get("ledger_path"),
             ledgers=data.get("ledgers", "keep"),
             key_salt=_key(data.get("key_salt"), "key_salt", None),
+            shard_rows_only=True,  # a client process: its launcher read the whole file (module docstring)
         )
 
     def dumps(self) -> str:
@@ -197,7 +208,8 @@ class ClientConfig:
         return self.population is None and self.data_path is None
 
     def holdings(self) -> Holdings | None:
-        """The data this client's users hold (a data file is read here, once); None on standby."""
+        """The data this client's users hold (a data file is read here, once: all its rows, or with
+        ``shard_rows_only`` only the shard's, when ``shard`` asks for them); None on standby."""
         if self.population is not None:
             return self.population
         if self.data_path is None:
@@ -205,7 +217,7 @@ class ClientConfig:
         from ldp.core.datafile import load_data  # only clients with files need it (and Parquet, pyarrow)
 
         assert self.data_path is not None
-        return load_data(self.data_path, self.schema_path, served=True)  # no error text quotes a cell (I3)
+        return load_data(self.data_path, self.schema_path, served=True, lazy=self.shard_rows_only)  # no error text quotes a cell (I3)
 
     def effective_budget(self, data: Holdings) -> float:
         """The smaller of the data's own budget (a spec's) and the users' cap."""

@@ -242,6 +242,7 @@ async def test_markup_from_students_is_shown_as_text_and_the_page_still_runs(tmp
         assert page_problems(dom, [*NAMES, ERROR_TEXT]) == [], dom[:3000]
         assert 'data-finished="yes"' in dom and shot.stat().st_size > 10_000
         await t.type("")  # the end of the class
+        await t.type("end")  # confirmed
         code, _, err = await t.finish()
         assert code == 0 and "Traceback" not in err, err
         for s in students:
@@ -323,6 +324,7 @@ async def test_one_student_cannot_take_the_seats_of_others(tmp_path: Path, monke
         seats = {s["name"]: s for s in final["students"].values()}
         assert seats["honest"]["connected"] and seats["honest"]["seat"] == 1
         await t.type("")
+        await t.type("end")  # the end of the class, confirmed
         code, _, err = await t.finish()
         assert code == 0 and "Traceback" not in err, err
         assert (await ended(honest))[0] == 0

@@ -167,7 +167,7 @@ async def _run_class(tmp: Path) -> ClassRun:
             await asyncio.wait_for(pic.wait(), WAIT_S)
             run.screenshot = shot if shot.exists() else None
             run.browser_seconds = time.monotonic() - t0
-        teacher.stdin.write(b"\n")  # end the class
+        teacher.stdin.write(b"\nend\n")  # end the class, confirmed
         await teacher.stdin.drain()
         rest = await asyncio.wait_for(teacher.stdout.read(), WAIT_S)
         out.append(rest.decode(errors="replace"))

@@ -68,8 +68,20 @@ async def test_a_normal_shutdown_with_linger_is_quiet_in_both_processes(tmp_path
         assert teacher.stdout is not None and teacher.stderr is not None
         m = await _read_until(teacher.stdout, r"ldp-sim join (\S+) --token (\S+) --ca ([0-9a-f]+)", out)
         student = await _student(m, tmp_path, asyncio.subprocess.PIPE)
-        s_out, s_err = await asyncio.wait_for(student.communicate(), WAIT_S)
-        t_out, t_err = await asyncio.wait_for(teacher.communicate(), WAIT_S)
+        # Both processes' pipes drained at once (a full pipe must not stall either), both bounded;
+        # on a hang, what each had said is the failure's message.
+        ends = asyncio.gather(student.communicate(), teacher.communicate())
+        try:
+            (s_out, s_err), (t_out, t_err) = await asyncio.wait_for(ends, 2 * WAIT_S)
+        except TimeoutError:
+            for proc in (student, teacher):
+                if proc.returncode is None:
+                    proc.kill()
+            said = await asyncio.wait_for(asyncio.gather(student.communicate(), teacher.communicate()), WAIT_S)
+            raise AssertionError(
+                f"the class did not end (student {student.returncode}, teacher {teacher.returncode}):\n--- student ---\n"
+                f"{b''.join(said[0]).decode(errors='replace')}\n--- teacher ---\n{''.join(out)}{b''.join(said[1]).decode(errors='replace')}"
+            ) from None
     finally:
         for proc in (student, teacher):
             if proc is not None and proc.returncode is None:
@@ -101,7 +113,7 @@ async def test_a_student_who_does_not_leave_is_cut_with_one_line_not_a_traceback
         student = await _student(m, tmp_path, asyncio.subprocess.DEVNULL)
         await _read_until(teacher.stdout, r"press Enter for the end of the class", out)
         os.kill(student.pid, signal.SIGSTOP)  # this machine can no longer leave on Close
-        teacher.stdin.write(b"\n")
+        teacher.stdin.write(b"\nend\n")  # the end of the class, confirmed
         await teacher.stdin.drain()
         t_out, t_err = await asyncio.wait_for(teacher.communicate(), WAIT_S)
     finally:

@@ -608,3 +608,115 @@ SCHEMA_LIST_CASES = [  # Schema.from_json: the public description's list (the wi
 def test_schema_from_json_refuses_with_one_line(data, expected):
     assert expected in error_of(Schema.from_json, data)
     assert Schema.from_json(SCHEMA.to_json()) == SCHEMA
+
+
+# ---------------------------------------------------------------------------- lazy: a shard's rows only (issue 25)
+
+LAZY_SCHEMA = {"fields": [{"name": "a", "low": 0, "high": 9}, {"name": "s", "type": "category", "categories": ["p", "q"], "missing": "category"}]}
+
+
+def _lazy_files(tmp_path):
+    """The same 7 users written as CSV in the ways a row may end, and as Parquet in row groups."""
+    a = [3, 1, 4, 1, 5, 9, 2]
+    s = ["p", "q", "", " q ", "p", "", "q"]
+    body = [f"{x},{y}" for x, y in zip(a, s)]
+    files = {
+        "lf.csv": "a,s\n" + "\n".join(body) + "\n",
+        "crlf.csv": "a,s\r\n" + "\r\n".join(body) + "\r\n",
+        "bom_no_final_lf.csv": "\ufeffa,s\n" + "\n".join(body),
+        "blank_lines_around.csv": "\n\n a , s \n" + "\n".join(body) + "\n\n\r\n",
+        "quoted_header.csv": '"a","s\nt"\n' + "\n".join(body) + "\n",  # the header spans two lines
+        "quoted_cells.csv": "a,s\n" + "\n".join(f'{x},"{y}"' for x, y in zip(a, s)) + "\n",  # parsed whole
+        "lone_cr.csv": "a,s\r" + "\r".join(body) + "\r",  # parsed whole
+    }
+    paths = []
+    for name, text in files.items():
+        (tmp_path / name).write_bytes(text.encode("utf-8"))
+        paths.append(tmp_path / name)
+    write_parquet(tmp_path / "groups.parquet", {"a": a, "s": pa.array([None if v == "" else v for v in s])}, row_group_size=3)
+    return [*paths, tmp_path / "groups.parquet"]
+
+
+def test_lazy_loading_reads_every_slice_as_the_whole_file_does(tmp_path):
+    for path in _lazy_files(tmp_path):
+        columns = ["a", "s\nt"] if path.name == "quoted_header.csv" else None
+        whole = load_data(path, LAZY_SCHEMA, columns=columns, served=True)
+        lazy = load_data(path, LAZY_SCHEMA, columns=columns, served=True, lazy=True)
+        assert (lazy.size, lazy.identity) == (whole.size, whole.identity) == (7, whole.identity), path.name
+        all_rows = whole.records(0, 7)
+        for first in range(7):
+            for count in range(7 - first + 1):
+                assert np.array_equal(lazy.records(first, count), all_rows[first : first + count]), (path.name, first, count)
+
+
+def test_lazy_loading_caught_a_layout_one_row_off(tmp_path, monkeypatch):
+    """Broken variant: row offsets one row late (the first row skipped) fail the comparison."""
+    real = datafile._csv_layout
+
+    def late(*args):
+        found = real(*args)
+        if found is None:  # a file parsed whole
+            return None
+        meta, layout = found
+        starts = np.append(layout.starts[1:], layout.starts[-1])
+        return meta, datafile._CsvLayout(layout.header_lines, layout.width, layout.index, starts)
+
+    monkeypatch.setattr(datafile, "_csv_layout", late)
+    with pytest.raises(AssertionError):
+        test_lazy_loading_reads_every_slice_as_the_whole_file_does(tmp_path)
+
+
+def test_lazy_loading_checks_only_the_rows_read_with_the_same_errors(tmp_path):
+    """Each client checks its own rows: a bad cell (row 5) or a short row (row 6) outside the
+    slice is not read; inside it, the error is the whole file's, word for word."""
+    for name, bad, expected in (
+        ("cell.csv", "11,p", "row 5 (line 6), column 'a': the value is not allowed by field 'a'"),
+        ("short.csv", "5", "row 5 (line 6): has 1 cell(s), the header has 2"),
+    ):
+        path = tmp_path / name
+        path.write_text(f"a,s\n1,p\n2,q\n3,p\n4,q\n{bad}\n6,q\n")
+        whole = error_of(load_data, path, LAZY_SCHEMA, served=True)
+        assert whole.startswith(f"{path}, {expected}") and "11" not in whole.replace(str(path), ""), whole
+        lazy = load_data(path, LAZY_SCHEMA, served=True, lazy=True)
+        assert lazy.size == 6 and lazy.records(0, 4).ravel().tolist() == [1, 0, 2, 1, 3, 0, 4, 1]
+        assert lazy.records(5, 1).ravel().tolist() == [6, 1]
+        assert error_of(lazy.records, 2, 3) == error_of(lazy.records, 4, 1) == whole
+    assert "lazy" in error_of(lazy.missing_counts)
+
+
+def test_lazy_loading_still_refuses_what_the_whole_file_decides(tmp_path):
+    """A blank line between rows, a byte that is not UTF-8, no rows, a missing column: at load."""
+    cases = {
+        "blank.csv": b"a,s\n1,p\n\n2,q\n",
+        "latin1.csv": b"a,s\n1,p\n2,q\xe9\n",
+        "empty.csv": b"a,s\n\n\n",
+        "column.csv": b"a,t\n1,p\n",
+    }
+    for name, content in cases.items():
+        (tmp_path / name).write_bytes(content)
+        expected = error_of(load_data, tmp_path / name, LAZY_SCHEMA, served=True)
+        assert error_of(load_data, tmp_path / name, LAZY_SCHEMA, served=True, lazy=True) == expected, name
+
+
+def test_a_lazy_file_changed_after_loading_is_refused(tmp_path):
+    path = write_csv(tmp_path / "d.csv", ["a", "s"], [[1, "p"], [2, "q"]])
+    lazy = load_data(path, LAZY_SCHEMA, served=True, lazy=True)
+    write_csv(path, ["a", "s"], [[1, "p"], [2, "q"], [3, "p"]])
+    assert "changed since it was loaded" in error_of(lazy.records, 0, 2)
+
+
+def test_a_client_process_reads_only_its_shards_rows(tmp_path):
+    """``ClientConfig.from_json`` (a client process) loads lazily; a config built in the launcher
+    (``ldp-sim clients``' own check of the file) reads every row."""
+    from ldp.wire.client_config import ClientConfig
+
+    path = tmp_path / "d.csv"
+    path.write_text("a,s\n1,p\n11,q\n")
+    (tmp_path / "s.json").write_text(json.dumps(LAZY_SCHEMA))
+    built = ClientConfig(data_path=str(path), schema_path=str(tmp_path / "s.json"), budget=1.0)
+    assert "row 2 (line 3)" in error_of(built.holdings)
+    child = ClientConfig.loads(built.dumps())
+    assert child.shard_rows_only and not built.shard_rows_only and child == built
+    data = child.holdings()
+    assert data.size == 2 and data.records(0, 1).ravel().tolist() == [1, 0]
+    assert "row 2 (line 3)" in error_of(data.records, 1, 1)
