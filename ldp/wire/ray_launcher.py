@@ -315,8 +315,12 @@ def _task_died(clients: list[RayClient]) -> str | None:
     if not dead:
         return None
     c = dead[0]
-    lines = c.log_tail().splitlines()  # the client's last line says why (gRPC may log above it)
-    why = f": {lines[-1]}" if lines else (": (no output)" if c.ran else "")
+    lines = c.log_tail().splitlines()
+    # The client's own last line says why. gRPC's C core logs from its own threads, above it or
+    # after it (a TLS handshake failure is logged while the channel closes), so the line is the
+    # last one the client wrote ("ldp client K: ..."), else the last line.
+    ours = [line for line in lines if line.startswith("ldp ")]
+    why = f": {(ours or lines)[-1]}" if lines else (": (no output)" if c.ran else "")
     return f"{c.describe()} before it was ready{why}"
 
 

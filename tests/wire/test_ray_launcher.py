@@ -281,3 +281,18 @@ async def test_ldp_sim_clients_with_ray_serves_an_aggregator_run_elsewhere(tmp_p
     # A durable ledger cannot follow clients Ray may place on any node: refused in one line.
     code, _, err = _cli(["clients", "--connect", aggregator.address, "--population", str(path), "--ray", "--ledger", str(tmp_path / "l.sqlite")], capsys)
     assert code == 2 and "a durable ledger (--ledger) cannot follow clients that Ray places on any node" in err
+
+
+def test_a_task_that_died_is_named_by_its_own_last_line_not_grpcs() -> None:
+    """gRPC's C core may log after the client's last line (a TLS handshake failure is logged while
+    the channel closes): the reason given is the client's own last line. Broken variant: the last
+    line of the log, which here is gRPC's."""
+    import types
+
+    import ldp.wire.ray_launcher as rl
+
+    ours = "ldp client 0/1: cannot reach the aggregator at 127.0.0.1:1 after 1 s: its certificate is not signed by this client's ca.pem; giving up"
+    grpc_line = "I1126 18:13:58.118072 23792 ssl_transport_security.cc:2563] Handshake failed with error SSL_ERROR_SSL"
+    dead = types.SimpleNamespace(poll=lambda: 1, log_tail=lambda: f"starting\n{ours}\n{grpc_line}", describe=lambda: "client 0/1 exited with code 1", ran=True)
+    why = rl._task_died([dead])  # type: ignore[list-item]
+    assert why is not None and why.endswith(ours) and grpc_line not in why
