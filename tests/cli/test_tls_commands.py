@@ -53,7 +53,10 @@ import pytest
 from ldp.wire.v1 import aggregator_pb2 as pb
 from tests.wire.proc_helpers import PYTHON, reap, wait_exit
 
-pytestmark = pytest.mark.timeout(300)
+# One Ray cluster at a time on this machine: two at once (this file's `run --launcher ray` and
+# tests/wire/test_ray_launcher.py's cluster, on two xdist workers) once lost a raylet
+# (NodeDiedError); both files are one unit of the loadgroup scheduler (tests/conftest.py).
+pytestmark = [pytest.mark.timeout(300), pytest.mark.xdist_group("ray")]
 
 _SCRIPT = Path(sys.executable).parent / "ldp-sim"
 LDP_SIM = [str(_SCRIPT)] if _SCRIPT.exists() else [PYTHON, "-m", "ldp.cli.main"]

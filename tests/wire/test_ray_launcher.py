@@ -33,7 +33,8 @@ ray = pytest.importorskip("ray")  # the `test` extra installs it; skipped only w
 
 from ldp.wire.ray_launcher import import_ray, launch_ray, ray_oracle_factory  # noqa: E402
 
-pytestmark = pytest.mark.timeout(2 * int(PROCESS_WAIT_S))
+# One Ray cluster at a time on this machine (see tests/cli/test_tls_commands.py): one xdist unit.
+pytestmark = [pytest.mark.timeout(2 * int(PROCESS_WAIT_S)), pytest.mark.xdist_group("ray")]
 
 
 @pytest.fixture(scope="module", autouse=True)
