@@ -154,8 +154,11 @@ async def _example(plan: list[Any], then_honest: bool) -> int:
             honest = r.status[r.users < HALF]
             late = in_first and any(e.startswith("shard 0/2 did not answer") and "deadline" in e for e in r.errors)
             assert (honest == Status.ANSWERED).all() or (late and (honest == Status.MISSING).all()), (r.counts(), r.errors)
-            # Whatever was accepted is a valid report of the requested randomizer.
-            if r.randomizer.kind == "binary_rr":
+            # Whatever was accepted is a valid report of the requested randomizer (when both shards
+            # were late in the 0.3 s round nothing was accepted: no values, nothing to check).
+            if not len(r.values):
+                pass
+            elif r.randomizer.kind == "binary_rr":
                 assert r.values.dtype == np.uint8 and set(np.unique(r.values).tolist()) <= {0, 1}
             else:
                 assert r.values.dtype == np.float64 and np.isfinite(r.values).all()
