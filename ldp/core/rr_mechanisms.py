@@ -166,6 +166,12 @@ class BinaryRandomizedResponse(Randomizer):
         return np.broadcast_to(p * q / gap**2, np.shape(u)).astype(np.float64)
 
 
+def consecutive_integers(categories: tuple[float, ...]) -> bool:
+    """Whether sorted, distinct ``categories`` are c, c+1, …, c+k−1 (then a value's index is its
+    offset from c: no search, in the users' lookup and the estimator's count alike)."""
+    return float(categories[0]).is_integer() and categories[-1] - categories[0] == len(categories) - 1
+
+
 def category_counts(reports: np.ndarray, categories: tuple[float, ...]) -> np.ndarray:
     """How many of ``reports`` equal each of the sorted ``categories`` (a report that is not a
     category counts for none): int64, shape (k,).
@@ -183,7 +189,7 @@ def category_counts(reports: np.ndarray, categories: tuple[float, ...]) -> np.nd
     """
     k = len(categories)
     low = categories[0]
-    if float(low).is_integer() and categories[-1] - low == k - 1:  # sorted and distinct, so consecutive
+    if consecutive_integers(categories):
         r_is_int = bool(np.issubdtype(reports.dtype, np.integer))
         if r_is_int:
             shifted = reports.astype(np.int64, copy=False) - int(low)
@@ -284,7 +290,7 @@ class KaryRandomizedResponse(Randomizer):
     def _index(self, values: np.ndarray) -> np.ndarray:
         cats = np.asarray(self.categories)
         low = self.categories[0]
-        if self.k > 4 and float(low).is_integer() and self.categories[-1] - low == self.k - 1:
+        if self.k > 4 and consecutive_integers(self.categories):
             # consecutive integers (sorted, distinct): the index is the value's offset, no search
             with np.errstate(invalid="ignore"):  # NaN/inf cast to some integer, then fail the check below
                 idx = (values - low).astype(np.int64)

@@ -162,12 +162,27 @@ def li_allocation(n: int, d: int) -> tuple[int, int]:
     return m1, n - d * m1
 
 
-def _users(lr: LROracle, users: int | None, first_user: int) -> int:
+def users_in_range(lr: LROracle, users: int | None, first_user: int) -> int:
+    """How many users a MASKED-PARITY learner asks: ``users`` (default: every user from
+    ``first_user`` on), refused in one line unless in [1, users the oracle has from there]."""
     available = lr.user_count - first_user
     n = available if users is None else int(users)
     if not 1 <= n <= available:
         raise ParameterError(f"users must be in [1, {available}] (users {first_user}.. of {lr.user_count}), got {users}")
     return n
+
+
+def smallest_users(predicted_success: Callable[[int], float], start: int, target: float) -> int:
+    """The smallest n ≥ ``start`` (to 0.5 %) with ``predicted_success(n) ≥ target``: doubling
+    from ``start``, then bisection (the plans' success rises with n). Shared by every learner's
+    ``*_users_for``, so their sizes are found by one rule and compare like for like."""
+    lo = hi = start
+    while predicted_success(hi) < target:
+        lo, hi = hi, hi * 2
+    while hi > lo * 1.005 + 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if predicted_success(mid) < target else (lo, mid)
+    return hi
 
 
 def _rr_mean(values: np.ndarray, epsilon: float) -> float:
@@ -184,7 +199,7 @@ async def learn_masked_parity_interactive(
     Each user answers exactly one query, once, with ε (so the protocol is ε-LDP per user).
     """
     d = _check_d(d)
-    n = _users(lr, users, first_user)
+    n = users_in_range(lr, users, first_user)
     m1, m2 = li_allocation(n, d)
     session = Session(lr, SessionKind.INTERACTIVE, name=name)
     first = [
@@ -339,7 +354,7 @@ async def learn_masked_parity_lni(
     of *every* candidate r (``a_query_family``), sized by ``lni_plan``; a is read from the group of
     the estimated r. Every user answers one query once with ε."""
     d = _check_d(d)
-    n = _users(lr, users, first_user)
+    n = users_in_range(lr, users, first_user)
     plan = lni_plan(n, d, float(epsilon))
     requests = [
         Request.of(range(first_user + j * plan.m_bit, first_user + (j + 1) * plan.m_bit), RandomizerSpec("binary_rr", bit_query(j), epsilon))
@@ -399,7 +414,7 @@ async def learn_masked_parity_lni_record(
     """LNI (b): every user sends its whole record once through ``record_rr`` (ε/(d+3) per column);
     r_j and a are then read off unbiased product estimators (see the module docstring)."""
     d = _check_d(d)
-    n = _users(lr, users, first_user)
+    n = users_in_range(lr, users, first_user)
     session = Session(lr, SessionKind.NON_INTERACTIVE, name=name)
     spec = RandomizerSpec("record_rr", record_query(), epsilon)
     (rep,) = await session.round([Request.of(range(first_user, first_user + n), spec)])

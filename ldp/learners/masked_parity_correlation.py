@@ -75,7 +75,7 @@ from ldp.core.queries import QuerySpec
 from ldp.core.query_specs import affine, conjunction, label_query, product
 from ldp.core.randomizers import RandomizerSpec
 from ldp.core.rr_mechanisms import BinaryRandomizedResponse
-from ldp.learners.masked_parity import a_query, best_group_size, li_allocation, lni_success
+from ldp.learners.masked_parity import a_query, best_group_size, li_allocation, lni_success, smallest_users, users_in_range
 from ldp.local.messages import SessionKind
 from ldp.local.oracle import LROracle
 from ldp.local.session import Request, Session
@@ -213,13 +213,7 @@ def correlation_users_for(d: int, epsilon: float, success: float = 0.95) -> int:
     """The smallest n (to 0.5 %) whose ``correlation_plan`` predicts ``success``."""
     d = _check_d(d)
     target = require_probability("success", success)
-    lo = hi = (1 << d.bit_length()) + 1
-    while correlation_plan(hi, d, epsilon).predicted_success < target:
-        lo, hi = hi, hi * 2
-    while hi > lo * 1.005 + 1:
-        mid = (lo + hi) // 2
-        lo, hi = (mid, hi) if correlation_plan(mid, d, epsilon).predicted_success < target else (lo, mid)
-    return hi
+    return smallest_users(lambda n: correlation_plan(n, d, epsilon).predicted_success, (1 << d.bit_length()) + 1, target)
 
 
 def correlation_hoeffding_users(d: int, epsilon: float, beta: float) -> tuple[int, int]:
@@ -256,21 +250,7 @@ def li_users_for(d: int, epsilon: float, success: float = 0.95) -> int:
     LI sized by the same rule as ``correlation_users_for``, for a like-for-like comparison."""
     d = _check_d(d)
     target = require_probability("success", success)
-    lo = hi = d + 1
-    while li_predicted_success(hi, d, epsilon) < target:
-        lo, hi = hi, hi * 2
-    while hi > lo * 1.005 + 1:
-        mid = (lo + hi) // 2
-        lo, hi = (mid, hi) if li_predicted_success(mid, d, epsilon) < target else (lo, mid)
-    return hi
-
-
-def _users(lr: LROracle, users: int | None, first_user: int) -> int:
-    available = lr.user_count - first_user
-    n = available if users is None else int(users)
-    if not 1 <= n <= available:
-        raise ParameterError(f"users must be in [1, {available}] (users {first_user}.. of {lr.user_count}), got {users}")
-    return n
+    return smallest_users(lambda n: li_predicted_success(n, d, epsilon), d + 1, target)
 
 
 async def learn_masked_parity_correlation(
@@ -293,7 +273,7 @@ async def learn_masked_parity_correlation(
     correlations X_j and the a estimate.
     """
     d = _check_d(d)
-    n = _users(lr, users, first_user)
+    n = users_in_range(lr, users, first_user)
     plan = correlation_plan(n, d, float(epsilon))
     design = correlation_design(d)
     session = Session(lr, SessionKind.INTERACTIVE, name=name)

@@ -55,7 +55,7 @@ from ldp.core.queries import QuerySpec, user_parity_groups
 from ldp.core.query_specs import affine, product
 from ldp.core.randomizers import RandomizerSpec
 from ldp.core.rr_mechanisms import BinaryRandomizedResponse
-from ldp.learners.masked_parity import a_query_family
+from ldp.learners.masked_parity import a_query_family, smallest_users, users_in_range
 from ldp.learners.masked_parity_correlation import correlation_design, correlation_query
 from ldp.local.messages import SessionKind
 from ldp.local.oracle import LROracle
@@ -151,21 +151,7 @@ def shared_users_for(d: int, epsilon: float, success: float = 0.95) -> int:
     """The smallest n (to 0.5 %) whose ``shared_plan`` predicts ``success``."""
     d = _check_d(d)
     target = require_probability("success", success)
-    lo = hi = 1 << d.bit_length()
-    while shared_plan(hi, d, epsilon).predicted_success < target:
-        lo, hi = hi, hi * 2
-    while hi > lo * 1.005 + 1:
-        mid = (lo + hi) // 2
-        lo, hi = (mid, hi) if shared_plan(mid, d, epsilon).predicted_success < target else (lo, mid)
-    return hi
-
-
-def _users(lr: LROracle, users: int | None, first_user: int) -> int:
-    available = lr.user_count - first_user
-    n = available if users is None else int(users)
-    if not 1 <= n <= available:
-        raise ParameterError(f"users must be in [1, {available}] (users {first_user}.. of {lr.user_count}), got {users}")
-    return n
+    return smallest_users(lambda n: shared_plan(n, d, epsilon).predicted_success, 1 << d.bit_length(), target)
 
 
 async def learn_masked_parity_lni_shared(
@@ -187,7 +173,7 @@ async def learn_masked_parity_lni_shared(
     the correlations, the block size and how a was read.
     """
     d = _check_d(d)
-    n = _users(lr, users, first_user)
+    n = users_in_range(lr, users, first_user)
     plan = shared_plan(n, d, float(epsilon))
     design = correlation_design(d)
     k_groups, total = plan.groups, plan.users
