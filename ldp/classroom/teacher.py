@@ -36,10 +36,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import io
 import math
 import os
-import re
 import shutil
 import socket
 import sys
@@ -76,10 +74,11 @@ from ldp.experiment.protocol import ExperimentResult
 from ldp.local.messages import RoundReply, RoundRequest, SessionKind
 from ldp.local.oracle import Reports
 from ldp.local.session import Request, Session
-from ldp.wire.aggregator import Admission, GrpcAggregator, GrpcLROracle, ShardClaim
-from ldp.wire.tls import ServerTLS, handshake_reasons, issue, make_ca, new_token, read_token, server_tls
+from ldp.wire.aggregator import HANDSHAKE_TIMEOUT_S, Admission, GrpcAggregator, GrpcLROracle, ShardClaim
+from ldp.wire.grpc_stderr import grpc_stderr_in_words
+from ldp.wire.tls import ServerTLS, issue, make_ca, new_token, read_token, server_tls
 
-__all__ = ["GAP_INTERACTIVE", "GAP_ONE_ROUND", "CutStreams", "ParityLessonSize", "Teacher", "classroom_aggregator", "parity_lesson_size", "query_label", "run_classroom", "short_query", "smallest_class_for_gap"]
+__all__ = ["GAP_INTERACTIVE", "GAP_ONE_ROUND", "ParityLessonSize", "Teacher", "classroom_aggregator", "parity_lesson_size", "query_label", "run_classroom", "short_query", "smallest_class_for_gap"]
 
 _SCALE = float(1 << UNIT_BITS)
 MAX_CHIPS = 60  # raw reports listed per request on the dashboard (the rest are counted)
@@ -906,8 +905,13 @@ def classroom_aggregator(teacher: Teacher, bind: str, tls: ServerTLS) -> GrpcAgg
     configured through its public hooks: every validated reply goes to the dashboard as it
     arrives (``Teacher.on_reply``), every connect/disconnect to the seats (``Teacher.on_change``),
     and a connection is admitted only for a seat the teacher gave and with that seat's secret
-    (``Teacher.admission``); the teacher removes a seat with ``GrpcAggregator.expel``."""
-    aggregator = GrpcAggregator(teacher.plan.description(), bind, tls=tls)
+    (``Teacher.admission``); the teacher removes a seat with ``GrpcAggregator.expel``.
+
+    A student's machine has ``seat_timeout_s`` (``--seat-timeout``) for each handshake message,
+    not the aggregator's 10 s: what a slow handshake holds here is its seat, which the class
+    already lets a student hold that long unconnected (a student's laptop that stalls between
+    Hello and Ready is slow, not a squatter, and is not turned away)."""
+    aggregator = GrpcAggregator(teacher.plan.description(), bind, tls=tls, handshake_timeout_s=max(HANDSHAKE_TIMEOUT_S, teacher.seat_timeout_s))
     aggregator.add_reply_observer(teacher.on_reply)
     aggregator.add_event_observer(teacher.on_change)
     aggregator.add_admission_check(teacher.admission)
@@ -1090,64 +1094,6 @@ def _quiet_shutdown(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) ->
     print(f"ldp-sim classroom: {message}{f': {type(exc).__name__}: {clean_text(exc, 200)}' if exc is not None else ''}", file=sys.stderr, flush=True)
 
 
-_CUT_STREAM = re.compile(r"Traceback \(most recent call last\):\n(?:[ \t].*\n)*?(?:asyncio\.exceptions\.|concurrent\.futures\._base\.)?CancelledError\n")
-
-
-class CutStreams(io.TextIOBase):
-    """``sys.stderr`` while the aggregator's server stops: a connection that has not ended by the
-    end of the grace (a student's machine slower than that to leave on Close, or one that never
-    leaves) is cancelled by gRPC's aio server, which then prints the task's CancelledError
-    traceback itself (``traceback.print_exc()`` in ``_schedule_rpc_coro``, grpcio's
-    ``aio/server.pyx.pxi``: no exception handler sees it). Those tracebacks are counted here and
-    said in one line (``cut``); every other byte is passed on to the real stderr, in order."""
-
-    def __init__(self, real: Any) -> None:
-        super().__init__()
-        self.real = real
-        self.text = ""
-        self.cut = 0
-
-    def writable(self) -> bool:
-        return True
-
-    def write(self, text: str) -> int:
-        self.text += text
-        return len(text)
-
-    def flush(self) -> None:
-        """Pass on everything but whole CancelledError tracebacks; an unfinished traceback waits."""
-        self.text, cut = _CUT_STREAM.subn("", self.text)
-        self.cut += cut
-        keep = self.text.find("Traceback (most recent call last):")
-        done, self.text = (self.text, "") if keep < 0 else (self.text[:keep], self.text[keep:])
-        if done:
-            self.real.write(done)
-            self.real.flush()
-
-    def close_out(self) -> None:
-        self.flush()
-        if self.text:  # an unfinished block that is not a CancelledError traceback: shown as it is
-            self.real.write(self.text)
-            self.real.flush()
-            self.text = ""
-
-
-@contextlib.asynccontextmanager
-async def _cut_streams_said(say: Callable[[str], None]) -> Any:
-    """While inside, gRPC's CancelledError tracebacks for connections cut at the server's stop
-    are one line on the teacher's terminal (``CutStreams``), not tracebacks."""
-    real = sys.stderr
-    sys.stderr = cut = CutStreams(real)
-    try:
-        yield cut
-    finally:
-        sys.stderr = real
-        cut.close_out()
-        if cut.cut:
-            say(f"{cut.cut} student connection{'s were' if cut.cut > 1 else ' was'} still open at the end and "
-                f"{'were' if cut.cut > 1 else 'was'} closed by the teacher's side (a machine that had not left within {CLOSE_GRACE_S:g} s of the goodbye)")
-
-
 async def classroom(ns: argparse.Namespace, say: Callable[[str], None] = print) -> int:
     _check_options(ns)
     plan = ClassPlan(ns.seats, ns.machine_users, ns.d)
@@ -1230,10 +1176,10 @@ async def classroom(ns: argparse.Namespace, say: Callable[[str], None] = print) 
             housekeeping.cancel()
             await asyncio.gather(housekeeping, return_exceptions=True)
             await console.close()
-            # A grace long enough for every student to leave on Close by itself: a stream
-            # cancelled by the server's stop is what used to print CancelledError tracebacks.
-            async with _cut_streams_said(say):
-                await aggregator.close("the class is over", grace_s=CLOSE_GRACE_S)
+            # A grace long enough for every student to leave on Close by itself; a call still
+            # open after it is cut, and grpcio's traceback for it is one counted line
+            # (ldp.wire.grpc_stderr, around the whole run below).
+            await aggregator.close("the class is over", grace_s=CLOSE_GRACE_S)
             await dashboard.stop()
         return 0
     finally:
@@ -1242,14 +1188,15 @@ async def classroom(ns: argparse.Namespace, say: Callable[[str], None] = print) 
 
 
 def run_classroom(ns: argparse.Namespace, say: Callable[[str], None] = print) -> int:
-    """``ldp-sim classroom``: returns the exit code. A connection refused during the TLS
-    handshake (which no handler sees: a student with a wrong CA, a plaintext client) is said in
-    one line on stderr (``ldp.wire.tls.handshake_reasons``, as ``ldp-sim serve`` does), not as
-    gRPC's raw "Handshake failed" lines."""
+    """``ldp-sim classroom``: returns the exit code. What gRPC writes on stderr that no handler
+    sees is said in words (``ldp.wire.grpc_stderr``, as ``ldp-sim serve`` does): a connection
+    refused during the TLS handshake (a student with a wrong CA, a plaintext client) is one line,
+    not gRPC's raw "Handshake failed" lines, and grpcio's CancelledError traceback for a call cut
+    as it began or at the end is one counted line."""
 
     def line(text: str) -> None:
         say(text)
         sys.stdout.flush()
 
-    with handshake_reasons("classroom: "):
+    with grpc_stderr_in_words("classroom: "):
         return asyncio.run(classroom(ns, line))

@@ -60,16 +60,9 @@ def serve_tls(ns: argparse.Namespace) -> Any:
 
 
 async def _serve(ns: argparse.Namespace, console: Console) -> int:
-    """The aggregator side (with the experiment, which owns the seeds and the ground truth).
-    Over TLS, a connection refused during the handshake (which no handler sees) is said in one
-    line on stderr (``ldp.wire.tls.handshake_reasons``), as a refused enrolment is in the events."""
+    """The aggregator side (with the experiment, which owns the seeds and the ground truth)."""
     tls = serve_tls(ns)  # before anything else: a bad --tls/--token-file is one line, and nothing binds
-    if tls is None:
-        return await _serve_with(ns, console, None)
-    from ldp.wire.tls import handshake_reasons
-
-    with handshake_reasons("ldp-sim serve: "):
-        return await _serve_with(ns, console, tls)
+    return await _serve_with(ns, console, tls)
 
 
 def _what_is_served(ns: argparse.Namespace, exp: Experiment, args: ExperimentArgs) -> tuple[Any, bytes | None]:
@@ -142,7 +135,13 @@ def serve_command(ns: argparse.Namespace) -> int:
         serve_tls(ns)  # still, --token-file without --tls (or a bad file) is refused, as for any serve
         console.print(f"{ns.experiment} uses no LR oracle: it runs here, in process, and needs no client", markup=False, highlight=False)
         return run_standalone(ns, console)
-    return asyncio.run(_serve(ns, console))
+    # What gRPC writes on stderr that no handler sees (a connection refused during the TLS
+    # handshake, grpcio's traceback for a call cut as it began or at the loop's end) is said in
+    # words (ldp.wire.grpc_stderr), as a refused enrolment is in the events.
+    from ldp.wire.grpc_stderr import grpc_stderr_in_words
+
+    with grpc_stderr_in_words("ldp-sim serve: "):
+        return asyncio.run(_serve(ns, console))
 
 
 SERVE = Command(

@@ -25,6 +25,7 @@ Keys and the token are written 0600 and refused when group or others can read th
 
 The API, for ``ldp.wire.aggregator`` / ``ldp.wire.client`` / ``ldp.cli`` (``serve``, ``clients``):
 
+- ``handshake_reason``: why gRPC refused a connection, from its log line (``ldp.wire.grpc_stderr``);
 - ``make_ca``, ``issue``, ``new_token``, ``read_token``: files;
 - ``server_credentials``, ``channel_credentials``: gRPC credentials from a directory;
 - ``peer_identity``, ``token_ok``, ``enrolment_problem``: checks inside a stream handler;
@@ -38,19 +39,14 @@ The API, for ``ldp.wire.aggregator`` / ``ldp.wire.client`` / ``ldp.cli`` (``serv
 
 from __future__ import annotations
 
-import contextlib
 import datetime as _dt
 import hmac
 import ipaddress
-import math
 import os
 import re
 import secrets
 import stat
-import sys
-import threading
-import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -76,6 +72,7 @@ __all__ = [
     "diagnose",
     "enrolment_problem",
     "explain",
+    "handshake_reason",
     "issue",
     "make_pki",
     "plan_pki",
@@ -639,7 +636,7 @@ async def diagnose(channel: grpc.aio.Channel, timeout_s: float = 2.0, client: Cl
 # A TLS handshake fails inside gRPC's C core, before any handler runs: the only trace is one log
 # line per attempt on the process's stderr (fd 2), e.g. ``I1126 ... ssl_transport_security.cc:2563]
 # Handshake failed with error SSL_ERROR_SSL: error:100000f7:SSL routines:OPENSSL_internal:
-# WRONG_VERSION_NUMBER: ...``. ``handshake_reasons`` turns those into one line that says why.
+# WRONG_VERSION_NUMBER: ...``. ``ldp.wire.grpc_stderr`` turns those into one line that says why.
 _HANDSHAKE_LINE = re.compile(rb"Handshake failed with error (?P<error>.*)$")
 _SERVER_HINTS: tuple[tuple[str, str], ...] = (
     ("WRONG_VERSION_NUMBER", "a client that does not speak TLS (a plaintext client: started without --tls DIR?)"),
@@ -653,7 +650,6 @@ _SERVER_HINTS: tuple[tuple[str, str], ...] = (
     ("BAD_DECRYPT", "a handshake whose records do not decrypt (replayed or tampered with?)"),
     ("DIGEST_CHECK_FAILED", "a handshake whose transcript does not verify (replayed or tampered with?)"),
 )
-HANDSHAKE_REPEAT_S = 10.0  # the same reason again within this is counted, not printed
 
 
 def handshake_reason(line: bytes) -> str | None:
@@ -666,61 +662,6 @@ def handshake_reason(line: bytes) -> str | None:
     if code is None:
         return f"a TLS handshake failed: {error}"
     return f"{dict(_SERVER_HINTS)[code]} [{code}]"
-
-
-@contextlib.contextmanager
-def handshake_reasons(prefix: str = "", clock: Callable[[], float] = time.monotonic) -> Iterator[None]:
-    """While inside, gRPC's handshake-failure log lines on fd 2 become one line each on stderr,
-    ``{prefix}refused a connection: <why> [<TLS error>]`` (the same reason again within
-    ``HANDSHAKE_REPEAT_S`` is counted, and the count said with its next line); every other byte
-    written to fd 2 passes through unchanged, in order.
-
-    fd 2 is a pipe while inside, read by a thread; on exit fd 2 is restored and the thread drains
-    the pipe before this returns (bounded: 5 s). The lines come only at gRPC's default log
-    verbosity (``GRPC_VERBOSITY`` unset, or INFO/DEBUG).
-    """
-    try:
-        sys.stderr.flush()
-        saved = os.dup(2)
-        read_end, write_end = os.pipe()
-    except OSError:  # no fd 2 to speak of (a closed stderr): nothing to translate
-        yield
-        return
-    os.dup2(write_end, 2)
-    os.close(write_end)
-    last: dict[str, tuple[float, int]] = {}  # reason -> (when last said, repeats since)
-
-    def pump() -> None:
-        with os.fdopen(read_end, "rb") as pipe:
-            for line in iter(pipe.readline, b""):
-                try:
-                    reason = handshake_reason(line)
-                    if reason is None:
-                        os.write(saved, line)
-                        continue
-                    now = clock()
-                    said, repeats = last.get(reason, (-math.inf, 0))
-                    if now - said < HANDSHAKE_REPEAT_S:
-                        last[reason] = (said, repeats + 1)
-                        continue
-                    again = f" ({repeats} more time(s) since)" if repeats else ""
-                    last[reason] = (now, 0)
-                    os.write(saved, f"{prefix}refused a connection: {reason}{again}\n".encode())
-                except Exception:  # noqa: BLE001 - never lose stderr: pass the line on as it was
-                    with contextlib.suppress(OSError):
-                        os.write(saved, line)
-
-    thread = threading.Thread(target=pump, name="ldp-handshake-log", daemon=True)
-    thread.start()
-    try:
-        yield
-    finally:
-        with contextlib.suppress(Exception):
-            sys.stderr.flush()
-        os.dup2(saved, 2)  # the pipe's last write end closes: the thread reads to its end
-        thread.join(timeout=5.0)
-        if not thread.is_alive():
-            os.close(saved)
 
 
 # --- ldp-sim certs -----------------------------------------------------------------------------

@@ -73,6 +73,27 @@ class Teacher:
     host: str = ""
     token: str = ""
     join_args: list[str] = field(default_factory=list)  # HOST:PORT --token T --ca F
+    students: list[tuple[str, asyncio.subprocess.Process]] = field(default_factory=list)  # started by start_student
+
+    async def students_said(self) -> str:
+        """What every student process started for this class said (a failed wait shows it: a
+        student that could not join says why only on its own output). A student still running
+        is stopped first, so that its pipes end; bounded by WAIT_S."""
+        said = []
+        for name, p in self.students:
+            if p.returncode is None:
+                p.kill()
+            if p.stdout is None or p.stderr is None or p.stdout.at_eof():  # already read by ended()
+                said.append(f"--- student {name} (exit {p.returncode}): read by the test")
+                continue
+            out, err = await asyncio.wait_for(p.communicate(), WAIT_S)
+            said.append(f"--- student {name} (exit {p.returncode}):\n{(out + err).decode(errors='replace')}")
+        return "\n".join(said)
+
+    async def exited(self, why: str) -> AssertionError:
+        """The teacher is gone: an error that says its exit, its output and every student's."""
+        await asyncio.wait_for(asyncio.gather(*self.readers), WAIT_S)
+        return AssertionError(f"{why}; the teacher exited ({self.proc.returncode}):\n{''.join(self.out)}\n{''.join(self.err)}\n{await self.students_said()}")
 
     async def wait_out(self, pattern: str) -> re.Match[str]:
         for _ in range(int(WAIT_S * 10)):
@@ -86,16 +107,14 @@ class Teacher:
 
     async def state(self) -> dict[str, Any]:
         if self.proc.returncode is not None:  # say why, instead of a refused connection
-            await asyncio.wait_for(asyncio.gather(*self.readers), WAIT_S)
-            raise AssertionError(f"the teacher exited ({self.proc.returncode}):\n{''.join(self.out)}\n{''.join(self.err)}")
+            raise await self.exited("no dashboard")
         try:
             async with aiohttp.ClientSession() as http, http.get(self.url + "/state") as r:
                 data: dict[str, Any] = await r.json()
                 return data
         except aiohttp.ClientConnectionError as e:  # the teacher went away between the check and the call
-            code = await asyncio.wait_for(self.proc.wait(), WAIT_S)
-            await asyncio.wait_for(asyncio.gather(*self.readers), WAIT_S)
-            raise AssertionError(f"the dashboard refused ({e}); the teacher exited ({code}):\n{''.join(self.out)}\n{''.join(self.err)}") from e
+            await asyncio.wait_for(self.proc.wait(), WAIT_S)
+            raise await self.exited(f"the dashboard refused ({e})") from e
 
     async def wait_state(self, what: str, ok: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
         for _ in range(int(WAIT_S * 5)):
@@ -103,7 +122,7 @@ class Teacher:
             if ok(snap):
                 return snap
             await asyncio.sleep(0.2)
-        raise AssertionError(f"the dashboard never showed {what}: {json.dumps(snap)[:3000]}")
+        raise AssertionError(f"the dashboard never showed {what}: {json.dumps(snap)[:3000]}\n{await self.students_said()}")
 
     async def type(self, line: str) -> None:
         assert self.proc.stdin is not None
@@ -150,7 +169,9 @@ async def start_student(t: Teacher, tmp: Path, name: str, *, hostile: tuple[str,
     answers.write_text(json.dumps({"sensitive": "y", "travel": 2}))
     join = [*t.join_args, "--name", name, "--answers", str(answers), "--connect-timeout", str(WAIT_S)]
     cmd = [PYTHON, HOSTILE, *hostile, "--", *join] if hostile else [PYTHON, "-m", "ldp.cli.main", "join", *join]
-    return await asyncio.create_subprocess_exec(*cmd, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=ENV)
+    p = await asyncio.create_subprocess_exec(*cmd, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=ENV)
+    t.students.append((name, p))
+    return p
 
 
 async def ended(p: asyncio.subprocess.Process) -> tuple[int, str]:

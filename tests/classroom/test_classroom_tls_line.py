@@ -2,11 +2,11 @@
 
 The refusal happens inside gRPC's C core, before any handler runs; its only trace is gRPC's raw
 ``Handshake failed with error ...`` log line. ``ldp-sim classroom`` translates it the way
-``ldp-sim serve`` does (``ldp.wire.tls.handshake_reasons``): ``classroom: refused a connection:
+``ldp-sim serve`` does (``ldp.wire.grpc_stderr.grpc_stderr_in_words``): ``classroom: refused a connection:
 a client that does not speak TLS ...``. The attack is real: a plaintext HTTP/2 connection to the
 real classroom's gRPC port on loopback.
 
-Broken variant: the same classroom with ``handshake_reasons`` replaced by a no-op (the classroom
+Broken variant: the same classroom with ``grpc_stderr_in_words`` replaced by a no-op (the classroom
 before issue 24) prints gRPC's raw line and no translated one; the same check catches it.
 No clock in any verdict: every wait is bounded generously (``WAIT_S``) on an event.
 """
@@ -29,7 +29,7 @@ TRANSLATED = "classroom: refused a connection: a client that does not speak TLS"
 # The broken variant: the classroom command with the translation switched off.
 NO_TRANSLATION = (
     "import contextlib, sys, ldp.classroom.teacher as t; "
-    "t.handshake_reasons = lambda prefix='': contextlib.nullcontext(); "
+    "t.grpc_stderr_in_words = lambda prefix='': contextlib.nullcontext(); "
     "from ldp.cli.main import main; sys.exit(main(sys.argv[1:]))"
 )
 

@@ -12,7 +12,6 @@ clock in any verdict.
 from __future__ import annotations
 
 import asyncio
-import io
 import json
 import os
 import re
@@ -21,8 +20,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from ldp.classroom.teacher import CutStreams
 
 PYTHON = sys.executable
 WAIT_S = 300.0  # the bound on every wait: a hung run fails, a slow one passes
@@ -102,8 +99,8 @@ async def test_a_student_who_does_not_leave_is_cut_with_one_line_not_a_traceback
     the lessons) keeps its stream open into the server's stop grace; the teacher cuts it at the
     end of the grace and exits 0 with nothing on stderr. (Here gRPC's handler sees the
     cancellation itself; the traceback that grpcio prints for a connection cancelled before its
-    handler ran — seen once in test_classroom_abuse.py on a loaded machine — is filtered by
-    ``CutStreams``, tested below on grpcio's own output.)"""
+    handler ran — seen in test_classroom_abuse.py on a loaded machine — is one counted line,
+    ``ldp.wire.grpc_stderr``, tested in tests/wire/test_grpc_stderr.py on grpcio's own output.)"""
     teacher = await _teacher(tmp_path)
     student: asyncio.subprocess.Process | None = None
     out: list[str] = []
@@ -129,30 +126,3 @@ async def test_a_student_who_does_not_leave_is_cut_with_one_line_not_a_traceback
     assert teacher.returncode == 0, text + err
     assert "Traceback" not in err and "CancelledError" not in err and err.strip() == "", err
     assert "the class's record is saved" in text, text
-
-
-# What grpcio's aio server printed on the teacher's stderr at the end of a class on a loaded
-# machine (test_classroom_abuse.py, one run): ``traceback.print_exc()`` in ``_schedule_rpc_coro``.
-GRPC_CUT = (
-    "Traceback (most recent call last):\n"
-    '  File "src/python/grpcio/grpc/_cython/_cygrpc/aio/server.pyx.pxi", line 812, in grpc._cython.cygrpc._schedule_rpc_coro\n'
-    "asyncio.exceptions.CancelledError\n"
-)
-
-
-def test_grpcs_cancelled_error_tracebacks_become_a_count_and_everything_else_passes() -> None:
-    """``CutStreams`` (the teacher's stderr while the server stops) drops exactly the whole
-    CancelledError tracebacks and counts them; other text, another traceback included, passes on
-    in order. Broken variant: the real stderr itself (no filter) shows the tracebacks."""
-    real = io.StringIO()
-    cut = CutStreams(real)
-    other = "Traceback (most recent call last):\n  File \"x.py\", line 1, in f\nValueError: not a cut\n"
-    for piece in ("a line before\n", GRPC_CUT[:40], GRPC_CUT[40:], GRPC_CUT, other, "a line after\n"):
-        cut.write(piece)
-        cut.flush()
-    cut.close_out()
-    assert cut.cut == 2
-    assert real.getvalue() == "a line before\n" + other + "a line after\n"
-    unfiltered = io.StringIO()
-    unfiltered.write(GRPC_CUT)
-    assert "CancelledError" in unfiltered.getvalue()  # what the teacher's stderr held without it
