@@ -647,13 +647,15 @@ async def _measure(
 
 def central_point_baselines(config: Config) -> list[dict[str, Any]]:
     """POINT_d learned by a trusted curator, pure against approximate DP (BNS §3.1; KLNRS Thm 3.7),
-    as separation rows: users needed (m_90, the smallest n with error ≤ α in ≥ 1 − β of
-    ``point_trials`` seeded trials on BNS's two-point hard distribution) against d = bits."""
+    as separation rows: users needed (the smallest n that passes this sweep's success rule,
+    ``success_rule`` at ``point_trials`` seeded trials on BNS's two-point hard distribution: the
+    Clopper–Pearson rule of the local rows, or all trials when they are too few for it) against d = bits."""
     from ldp.simulations import pure_vs_approximate as pva
 
+    rule = success_rule(replace(config, trials=config.point_trials))
     pconfig = pva.Config(
         point_bits=config.point_bits, threshold_bits=(), alpha=config.alpha, beta=config.beta, epsilon=config.epsilon,
-        trials=config.point_trials, include_lmm=False, seed=config.seed,
+        trials=config.point_trials, include_lmm=False, seed=config.seed, point_min_successes=rule["min_successes"],
     )
     started = time.perf_counter()
     result = pva.run(pconfig)

@@ -102,3 +102,20 @@ def test_the_headline_bounds_are_the_formulas_and_the_proof_starts_where_they_ov
     # a proven d below an unproven one does not start the proof
     rows[0]["users_needed"] = rows[1]["users_needed"] = rows[2]["users_needed"] = 100
     assert proven_from(separation_ratios(summarize(rows, planned), 1.0, 0.05))["TV"] == 16
+
+
+def test_the_point_rows_are_judged_by_the_sweeps_rule_not_by_a_fraction() -> None:
+    """The central POINT baselines pass a size by the same rule as the local rows (99 of 100 at
+    β = 0.05: the Clopper–Pearson bound), not by ``pure_vs_approximate``'s own "≥ 95 of 100".
+    Broken variant: the fraction rule (``point_min_successes=None``), run on the same seeded
+    trials, needs fewer users: the rule's 120 against 96 for the exponential mechanism at 8 bits."""
+    from ldp.simulations import pure_vs_approximate as pva
+
+    config = sep.Config(point_bits=(8,), point_trials=100, out=None)
+    rows = {r["learner"]: r for r in sep.central_point_baselines(config)}
+    fraction = pva.run(pva.Config(point_bits=(8,), threshold_bits=(), alpha=config.alpha, beta=config.beta, epsilon=config.epsilon,
+                                  trials=100, include_lmm=False, seed=config.seed))
+    by_fraction = {r["learner"]: r["m90"] for r in fraction.rows}
+    assert sep.success_rule(sep.Config(trials=100, out=None))["min_successes"] == 99
+    assert rows["central-EM"]["users_needed"] > by_fraction["pure"], (rows["central-EM"], by_fraction)
+    assert rows["central-Adist"]["users_needed"] >= by_fraction["A_dist"]
