@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.waits import PROCESS_WAIT_S
+
 _TINY_DEMO = """
 import dataclasses, sys
 from ldp.simulations import demo, separation
@@ -42,7 +44,7 @@ SUMMARY_TITLE = "Users needed: error ≤ 0.1"
 def demo_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
     """(stdout, --out folder) of one demo run."""
     out = tmp_path_factory.mktemp("demo") / "results-demo"
-    proc = subprocess.run([sys.executable, "-c", _TINY_DEMO, "--out", str(out)], capture_output=True, text=True, timeout=240)
+    proc = subprocess.run([sys.executable, "-c", _TINY_DEMO, "--out", str(out)], capture_output=True, text=True, timeout=PROCESS_WAIT_S)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
     return proc.stdout, out
 
@@ -126,5 +128,5 @@ def test_the_check_finds_a_table_printed_but_not_saved(demo_run: tuple[str, Path
 
 
 def test_the_demo_refuses_an_unknown_flag_in_one_line() -> None:
-    proc = subprocess.run([sys.executable, "-m", "ldp.simulations.demo", "--bogus"], capture_output=True, text=True, timeout=60)
+    proc = subprocess.run([sys.executable, "-m", "ldp.simulations.demo", "--bogus"], capture_output=True, text=True, timeout=PROCESS_WAIT_S)
     assert proc.returncode == 2 and "unrecognized arguments: --bogus" in proc.stderr and "Traceback" not in proc.stderr

@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
+from tests.waits import PROCESS_WAIT_S
+
 pytest_plugins = ["pytester"]
 
 SHARED = '''
@@ -59,7 +61,7 @@ def _run(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, dist: str) 
     built, ran = pytester.path / f"built-{dist}.txt", pytester.mkdir(f"ran-{dist}")
     monkeypatch.setenv("BUILT", str(built))
     monkeypatch.setenv("RAN", str(ran))
-    result = pytester.runpytest_subprocess("-n", "2", "--dist", dist, "-p", "no:cacheprovider", "tests", timeout=120)
+    result = pytester.runpytest_subprocess("-n", "2", "--dist", dist, "-p", "no:cacheprovider", "tests", timeout=PROCESS_WAIT_S)
     result.assert_outcomes(passed=24)
     return built.read_text().split(), {p.read_text() for p in ran.iterdir()}
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest
@@ -93,6 +94,23 @@ def test_result_fields_and_table() -> None:
         result.epsilon = 2.0  # type: ignore[misc]  # frozen
 
 
+def test_estimator_choice_post_processes_the_same_reports() -> None:
+    # the default reads the MI estimate, bit for bit; any other name is a function of it (same seed, same reports)
+    from ldp.core.frequency_oracles import project_simplex
+
+    x = np.repeat(np.arange(4), [400, 300, 200, 100])
+    kw: dict[str, Any] = dict(oracle="grr", seed=3, categories=list(range(12)))  # 8 empty categories: MI goes negative
+    mi = ldp.frequencies(x, 1.0, **kw)
+    assert mi.estimator == "mi" and "estimator" not in mi.as_dict() and min(mi.estimates) < 0
+    assert ldp.frequencies(x, 1.0, estimator="mi", **kw) == mi
+    sub = ldp.frequencies(x, 1.0, estimator="norm_sub", **kw)
+    assert np.array_equal(np.asarray(sub.estimates), project_simplex(np.asarray(mi.estimates)))
+    assert sub.sd == mi.sd and sub.as_dict()["estimator"] == "norm_sub" and "grr, norm_sub" in str(sub)
+    for name in ("ibu", "mle", "norm_mul", "norm_cut"):
+        est = np.asarray(ldp.frequencies(x, 1.0, estimator=name, **kw).estimates)
+        assert est.min() >= 0 and abs(est.sum() - 1) < 1e-9, name
+
+
 def test_auto_picks_the_smallest_exact_variance() -> None:
     # Wang et al. 2017 §5: GRR wins when k − 2 < 3e^ε; a large k goes to a hashing/subset oracle
     assert choose_frequency_oracle(Field("v", 1, 0, 3), 1.0) == "kary_rr"
@@ -155,6 +173,7 @@ def test_pandas_series() -> None:
         (lambda: ldp.mean(np.array(["a"]), bounds=(0, 1)), "needs numbers"),
         (lambda: ldp.mean(np.array([1]), bounds=(0, 2), out_of_range="wrap"), "out_of_range must be"),
         (lambda: ldp.heavy_hitters(np.array([0, 1]), k=0), "k must be an integer ≥ 1"),
+        (lambda: ldp.frequencies(np.array([0, 1]), estimator="em"), "estimator must be one of mi, ibu, mle, base_pos, norm, norm_mul, norm_cut, norm_sub, got 'em'"),
     ],
 )
 def test_bad_input_is_one_line(call: Callable[[], object], message: str) -> None:

@@ -1,7 +1,7 @@
 """Central-model (trusted-curator) baselines: mechanisms and learners from BNS, KMMS, CHS and HRS.
 
 Modules: ``laplace_mechanism``, ``stability`` (A_dist), ``choosing``, ``rec_concave``,
-``large_margin`` (LMM + report-noisy-max), ``point``, ``thresholds``, ``label_private``, ``set_cover``,
+``large_margin`` (LMM + report-noisy-max), ``point``, ``thresholds``, ``label_private``, ``set_cover``, ``disjunctions`` (KMMS Thm 1.3), ``frequent_itemsets`` (CHS §4.1),
 ``halfplane`` (SelectHalfplane), ``polygons`` (convex k-gons, unions of polygons),
 ``hrs``, ``privacy_checks`` (exact δ(ε) / log-ratio on explicit distributions). See docs/central.md.
 The exponential mechanism they share is ``ldp.core.exponential_mechanism``; what the learners return
@@ -10,6 +10,8 @@ is ``ldp.core.learner_result.LearnerResult``; HRS through the local model is ``l
 
 __all__ = [
     "choosing",
+    "disjunctions",
+    "frequent_itemsets",
     "halfplane",
     "hrs",
     "label_private",

@@ -80,7 +80,7 @@ import numpy as np
 from ldp.core.errors import ParameterError, require_epsilon
 from ldp.core.fourier import walsh_hadamard
 from ldp.core.queries import Query
-from ldp.core.randomizer_base import TWO64, Randomizer, SpecView, ceil_share, check_params, register_randomizer, rr_cells, rr_draw
+from ldp.core.randomizer_base import TWO64, Randomizer, SpecView, ceil_share, check_params, register_randomizer, rr_cells, rr_draw, uniform_index
 from ldp.core.rng import Draws
 from ldp.core.rr_mechanisms import KaryRandomizedResponse
 
@@ -707,16 +707,6 @@ class HadamardResponse(FrequencyOracle):
 SS_SLACK = 2.0**-20  # η: the in/out coin is built for ε(1 − η); the rest absorbs the pick cells
 
 
-def _mulhi(x: np.ndarray, m: np.ndarray | int) -> np.ndarray:
-    """⌊x·m/2^64⌋ for uint64 x and m < 2^32, exactly (two 32-bit halves)."""
-    x = np.asarray(x, dtype=np.uint64)
-    m64 = np.asarray(m, dtype=np.uint64)
-    s32 = np.uint64(32)
-    high = (x >> s32) * m64
-    low = ((x & np.uint64(0xFFFFFFFF)) * m64) >> s32
-    return (high + low) >> s32
-
-
 @functools.lru_cache(maxsize=1024)
 def _ss_cells(epsilon: float, k: int, d: int) -> tuple[int, int]:
     """(A_in, A_out), A_in + A_out = 2^64, A_in/A_out ≤ e^{ε(1−η)}·d/(k − d): ``ceil_share`` at
@@ -816,7 +806,7 @@ class SubsetSelection(FrequencyOracle):
         others += (others >= idx[:, None]).astype(np.uint16)  # the k − 1 other categories, in order
         r = np.arange(n)
         for s in range(d):  # partial Fisher–Yates: swap position s with s + ⌊X·m/2^64⌋
-            j = s + _mulhi(randomness.bits(1 + s), k - 1 - s).astype(np.int64)
+            j = s + uniform_index(randomness.bits(1 + s), k - 1 - s)
             a_s = others[:, s].copy()
             others[:, s] = others[r, j]
             others[r, j] = a_s

@@ -58,6 +58,9 @@ __all__ = [
     "rr_draw",
     "rr_log",
     "ceil_share",
+    "uniform_index",
+    "uniform_index_masses",
+    "uniform_index_starts",
     "member_mask",
     "first_bad",
     "TWO64",
@@ -111,6 +114,36 @@ def ceil_share(total: int, epsilon: float | Fraction | Decimal, k: int) -> int:
         ctx.rounding = ROUND_CEILING
         quotient = Decimal(total) / denominator
         return int(quotient.to_integral_value(rounding=ROUND_CEILING))
+
+
+def uniform_index(bits: np.ndarray, m: int) -> np.ndarray:
+    """⌊X·m/2^64⌋ for uint64 draws X and 1 ≤ m < 2^32, exactly (int64): an index in [0, m), value
+    i from exactly ``uniform_index_masses(m)[i]`` draws (⌊2^64/m⌋ or ⌈2^64/m⌉; exactly uniform
+    when m is a power of two). Two 32-bit halves: x·m's high word without a 128-bit product.
+    The one way an index is drawn from a 64-bit draw (Subset Selection's picks, the sampled
+    attribute of ``ldp.core.multidimensional``, the buckets of ``ldp.core.telemetry``).
+
+    >>> uniform_index(np.array([0, 2**63, 2**64 - 1], dtype=np.uint64), 3).tolist()
+    [0, 1, 2]
+    """
+    x = np.asarray(bits, dtype=np.uint64)
+    m64 = np.uint64(m)
+    s32 = np.uint64(32)
+    high = (x >> s32) * m64  # < 2^64: both factors < 2^32
+    low = ((x & np.uint64(0xFFFFFFFF)) * m64) >> s32
+    return ((high + low) >> s32).astype(np.int64)
+
+
+def uniform_index_starts(m: int) -> list[int]:
+    """The first draw of each value of ``uniform_index``: ⌈i·2^64/m⌉."""
+    return [-(-i * TWO64 // m) for i in range(m)]
+
+
+def uniform_index_masses(m: int) -> list[int]:
+    """How many of the 2^64 draws give each value of ``uniform_index``: ⌊2^64/m⌋ or ⌈2^64/m⌉
+    (the exact law an audit uses)."""
+    starts = uniform_index_starts(m) + [TWO64]
+    return [starts[i + 1] - starts[i] for i in range(m)]
 
 
 @functools.lru_cache(maxsize=4096)

@@ -27,6 +27,10 @@ Estimates and intervals
   realized p*, q* (Wang, Blocki, Li & Jha 2017; ``ldp.core.frequency_oracles``), evaluated at
   the plug-in f = clip(f̂, 0, 1); the 95 % interval is f̂ ± 1.96·sd (normal approximation:
   f̂ is a sum of n independent bounded terms). tests/test_quick_api.py measures its coverage.
+  ``estimator=`` other than ``"mi"`` (``ldp.core.frequency_estimators``: IBU, MLE, the
+  consistency post-processing of Wang et al. 2020) replaces the estimate by a function of it and
+  keeps the MI's sd, so its interval is the MI's width around a biased estimate (not a measured
+  coverage); docs/estimators.md gives each one's bias and variance.
 - ``oracle="auto"`` picks the oracle whose exact variance at f = 1/k is the smallest among GRR
   (``kary_rr``), OLH and Hadamard Response, and also OUE and Subset Selection when k ≤ 256
   (their reports are k bits; Wang et al. 2017 §5: GRR wins exactly when k − 2 < 3e^ε).
@@ -55,7 +59,9 @@ import numpy as np
 
 from ldp.core.column import ColumnData, frequency_column, mean_column
 from ldp.core.errors import LDPError, ParameterError, require_epsilon
-from ldp.core.frequency_oracles import frequency_estimates, frequency_variance
+from ldp.core.frequency_estimators import estimate as post_estimate
+from ldp.core.frequency_estimators import estimator_spec
+from ldp.core.frequency_oracles import frequency_estimates, frequency_variance, support_probabilities
 from ldp.core.mean_estimation import from_unit_interval, unit_interval_query
 from ldp.core.query_specs import field_query
 from ldp.core.randomizers import LocalRandomizer, RandomizerSpec
@@ -133,6 +139,7 @@ class Question:
     factor: float = 1.0
     top: int = 10
     left_out: tuple[int, ...] = ()
+    estimator: str = "mi"
 
     @property
     def spec(self) -> RandomizerSpec:
@@ -190,13 +197,16 @@ def _kind(oracle: str, table: dict[str, str], what: str) -> str:
 
 def frequency_question(
     column: str, f: Field, epsilon: float, oracle: str = "auto", labels: Sequence[Any] | None = None, task: str = "frequencies", top: int = 10,
-    left_out: Sequence[int] = (),
+    left_out: Sequence[int] = (), estimator: str = "mi",
 ) -> Question:
     """Ask every user's ``f`` through a frequency oracle (``"auto"``: ``choose_frequency_oracle``);
-    the rows of the record values in ``left_out`` are not reported."""
+    the rows of the record values in ``left_out`` are not reported; the answer is read by
+    ``estimator`` (``ldp.core.frequency_estimators.ESTIMATORS``; default the unbiased MI)."""
     epsilon = require_epsilon(epsilon)
+    estimator = estimator_spec(estimator).name  # an unknown name: one line listing the allowed ones
     kind = choose_frequency_oracle(f, epsilon) if oracle == "auto" else _kind(oracle, FREQUENCY_ORACLES, task)
-    return Question(task, column, f, kind, epsilon, tuple(labels) if labels is not None else tuple(f.values().tolist()), top=top, left_out=tuple(left_out))
+    rows = tuple(labels) if labels is not None else tuple(f.values().tolist())
+    return Question(task, column, f, kind, epsilon, rows, top=top, left_out=tuple(left_out), estimator=estimator)
 
 
 def mean_question(column: str, f: Field, epsilon: float, oracle: str = "auto", offset: float = 0.0, factor: float = 1.0) -> Question:
@@ -232,6 +242,8 @@ class Estimates:
     truth : tuple of float, optional
         The true values, only when asked for (the experimenter's yardstick, computed from the
         records outside the protocol).
+    estimator : str
+        How frequencies were read (``ldp.core.frequency_estimators``; default ``mi``).
 
     Examples
     --------
@@ -258,6 +270,7 @@ class Estimates:
     sd: tuple[float, ...]
     transcript: dict[str, Any] = field(repr=False, compare=False)
     truth: tuple[float, ...] | None = None
+    estimator: str = "mi"
 
     def rows(self) -> list[dict[str, Any]]:
         """One dict per row: column, task, label, estimate, low, high, sd (and truth)."""
@@ -271,11 +284,15 @@ class Estimates:
         return out
 
     def as_dict(self) -> dict[str, Any]:
-        return {"task": self.task, "column": self.column, "oracle": self.oracle, "kind": self.kind, "epsilon": self.epsilon,
-                "users": self.users, "rows": self.rows(), "transcript": self.transcript}
+        out = {"task": self.task, "column": self.column, "oracle": self.oracle, "kind": self.kind, "epsilon": self.epsilon,
+               "users": self.users, "rows": self.rows(), "transcript": self.transcript}
+        if self.estimator != "mi":  # the default's dict is unchanged
+            out["estimator"] = self.estimator
+        return out
 
     def __str__(self) -> str:
-        head = f"{self.task} of {self.column}: {self.users} users, ε = {self.epsilon:g} ({self.oracle}), estimate ± 1.96 sd"
+        read = "" if self.estimator == "mi" else f", {self.estimator}"
+        head = f"{self.task} of {self.column}: {self.users} users, ε = {self.epsilon:g} ({self.oracle}{read}), estimate ± 1.96 sd"
         width = max([len("category")] + [len(str(v)) for v in self.labels])
         lines = [head, f"{'category' if self.task != 'mean' else 'column':<{width}}  estimate  95 % interval" + ("  truth" if self.truth is not None else "")]
         for j, label in enumerate(self.labels):
@@ -319,6 +336,8 @@ def _read(q: Question, rep: Reports, schema: Schema, transcript: dict[str, Any],
         return Estimates(q.task, q.column, q.oracle, q.kind, q.epsilon, n, (q.column,), (est,), (est - Z95 * sd,), (est + Z95 * sd,), (sd,), transcript, true)
     f = np.asarray(frequency_estimates(R, rep.values), dtype=np.float64)
     sd_all = np.sqrt(frequency_variance(R, np.clip(f, 0.0, 1.0), n))
+    if q.estimator != "mi":  # post-processing of the MI estimate; sd stays the MI's (module docstring)
+        f = post_estimate(q.estimator, f, *support_probabilities(R))
     cats = q.field.values()
     true_all = None if values is None else np.array([np.mean(values == c) for c in cats])
     # a "drop" field's missing slot is estimated with the rest (the oracle's k) and left out here;
@@ -332,7 +351,7 @@ def _read(q: Question, rep: Reports, schema: Schema, transcript: dict[str, Any],
         tuple(q.labels[j] for j in pick), tuple(float(f[j]) for j in pick),
         tuple(float(f[j] - Z95 * sd_all[j]) for j in pick), tuple(float(f[j] + Z95 * sd_all[j]) for j in pick),
         tuple(float(sd_all[j]) for j in pick), transcript,
-        None if true_all is None else tuple(float(true_all[j]) for j in pick),
+        None if true_all is None else tuple(float(true_all[j]) for j in pick), q.estimator,
     )
 
 
@@ -372,6 +391,7 @@ def frequencies(
     processes: int | None = None,
     seed: int | None = None,
     truth: bool = False,
+    estimator: str = "mi",
 ) -> Estimates:
     """The frequency of each category of ``column`` under ε-LDP, with 95 % intervals.
 
@@ -404,6 +424,12 @@ def frequencies(
         process, over gRPC and through ``ldp-sim estimate``. Default: a fresh secret key.
     truth : bool, default False
         Also give the true frequencies (the caller's yardstick; outside the protocol).
+    estimator : str, default "mi"
+        How the reports are read (``ldp.core.frequency_estimators``, docs/estimators.md): ``mi``
+        (matrix inversion: unbiased, may be negative), ``ibu``, ``mle``, or the consistency
+        post-processing ``base_pos``, ``norm``, ``norm_mul``, ``norm_cut``, ``norm_sub``: each is
+        post-processing of the MI estimate (no privacy cost), all but ``norm`` biased; ``sd``
+        and the intervals stay the MI estimate's, centred on the chosen estimate.
 
     Returns
     -------
@@ -426,7 +452,7 @@ def frequencies(
     """
     processes = _check_processes(processes)
     data = frequency_column(column, categories)
-    question = frequency_question(data.name, data.field, epsilon, oracle, data.labels)
+    question = frequency_question(data.name, data.field, epsilon, oracle, data.labels, estimator=estimator)
     return _run(_ask_column(data, question, report_key(seed), processes, truth))  # type: ignore[no-any-return]
 
 

@@ -20,8 +20,9 @@ import pytest
 
 from ldp.cli import main as cli
 from ldp.cli import run as run_cli
+from tests.waits import PROCESS_WAIT_S
 
-pytestmark = pytest.mark.timeout(60)
+pytestmark = pytest.mark.timeout(2 * int(PROCESS_WAIT_S))  # a hang guard, above the waits it holds
 
 # Base command lines that would finish fast should a bad value slip through.
 RUN = ["run", "rr-demo", "--transport", "inprocess", "--users", "1000"]
@@ -318,12 +319,12 @@ def test_a_valid_run_with_friendly_numbers_passes(files: dict[str, str], capsys:
 @pytest.mark.parametrize("argv, fragment", ISSUE_23, ids=[" ".join(a) for a, _ in ISSUE_23])
 def test_issue_23_cases_through_the_real_command(argv: list[str], fragment: str, files: dict[str, str]) -> None:
     """The cases issue 23 added, each through `python -m ldp.cli.main` in a fresh interpreter."""
-    proc = subprocess.run([sys.executable, "-m", "ldp.cli.main", *[_fill(a, files) for a in argv]], capture_output=True, text=True, timeout=60, cwd=files["tmp"])
+    proc = subprocess.run([sys.executable, "-m", "ldp.cli.main", *[_fill(a, files) for a in argv]], capture_output=True, text=True, timeout=PROCESS_WAIT_S, cwd=files["tmp"])
     _one_clear_line(proc.returncode, proc.stderr, _fill(fragment, files))
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(900)  # ~170 interpreters on a loaded machine; each has its own 120 s limit
+@pytest.mark.timeout(900)  # ~170 interpreters on a loaded machine; each has its own PROCESS_WAIT_S limit, a hang guard
 def test_the_whole_table_through_the_real_command(files: dict[str, str]) -> None:
     """Every case of the table as a real `ldp-sim` process (slow: ~170 interpreters): one line,
     exit code 2, no traceback. Run with `pytest -m slow`."""
@@ -334,7 +335,7 @@ def test_the_whole_table_through_the_real_command(files: dict[str, str]) -> None
 
     def one(case: tuple[list[str], str]) -> str:
         argv, fragment = case
-        proc = subprocess.run([*command, *[_fill(a, files) for a in argv]], capture_output=True, text=True, timeout=120, cwd=files["tmp"])
+        proc = subprocess.run([*command, *[_fill(a, files) for a in argv]], capture_output=True, text=True, timeout=PROCESS_WAIT_S, cwd=files["tmp"])
         try:
             _one_clear_line(proc.returncode, proc.stderr, _fill(fragment, files))
         except AssertionError:
@@ -359,7 +360,7 @@ ENTRY_CASES = [
 
 @pytest.mark.parametrize("argv, fragment", ENTRY_CASES, ids=[" ".join(a) for a, _ in ENTRY_CASES])
 def test_bad_input_through_python_m(argv: list[str], fragment: str, files: dict[str, str]) -> None:
-    proc = subprocess.run([sys.executable, "-m", "ldp.cli.main", *[_fill(a, files) for a in argv]], capture_output=True, text=True, timeout=30, cwd=files["tmp"])
+    proc = subprocess.run([sys.executable, "-m", "ldp.cli.main", *[_fill(a, files) for a in argv]], capture_output=True, text=True, timeout=PROCESS_WAIT_S, cwd=files["tmp"])
     _one_clear_line(proc.returncode, proc.stderr, _fill(fragment, files))
 
 
@@ -368,7 +369,7 @@ def test_bad_input_through_the_console_script(files: dict[str, str]) -> None:
     if not script.exists():
         pytest.skip("the ldp-sim script is not installed next to this interpreter")
     env = dict(os.environ, COLUMNS="40")  # a narrow terminal must not wrap the line
-    proc = subprocess.run([str(script), "run", "rr-demo", "--users", "10^12"], capture_output=True, text=True, timeout=30, env=env, cwd=files["tmp"])
+    proc = subprocess.run([str(script), "run", "rr-demo", "--users", "10^12"], capture_output=True, text=True, timeout=PROCESS_WAIT_S, env=env, cwd=files["tmp"])
     _one_clear_line(proc.returncode, proc.stderr, "the number of users must be an integer in [1, 2^40]")
 
 

@@ -21,14 +21,16 @@ from pathlib import Path
 import pytest
 from cryptography import x509
 
-pytestmark = pytest.mark.timeout(300)
+from tests.waits import PROCESS_WAIT_S
+
+pytestmark = pytest.mark.timeout(2 * int(PROCESS_WAIT_S))  # a hang guard, above the waits it holds
 
 LDP_SIM = [sys.executable, "-m", "ldp.cli.main"]
 
 
 def test_certs_days_sets_the_validity_of_every_certificate(tmp_path: Path) -> None:
     out = tmp_path / "pki"
-    proc = subprocess.run([*LDP_SIM, "certs", str(out), "--server-host", "127.0.0.1", "--clients", "1", "--days", "3"], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run([*LDP_SIM, "certs", str(out), "--server-host", "127.0.0.1", "--clients", "1", "--days", "3"], capture_output=True, text=True, timeout=PROCESS_WAIT_S)
     assert proc.returncode == 0, proc.stderr
     def lifetime(name: str) -> int:
         cert = x509.load_pem_x509_certificate((out / name).read_bytes())
@@ -39,7 +41,7 @@ def test_certs_days_sets_the_validity_of_every_certificate(tmp_path: Path) -> No
 
 
 def test_certs_days_refuses_a_lifetime_that_is_not_a_positive_integer(tmp_path: Path) -> None:
-    proc = subprocess.run([*LDP_SIM, "certs", str(tmp_path / "pki"), "--days", "0"], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run([*LDP_SIM, "certs", str(tmp_path / "pki"), "--days", "0"], capture_output=True, text=True, timeout=PROCESS_WAIT_S)
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr, proc.stderr
 
 
@@ -48,7 +50,7 @@ def test_classroom_pki_keeps_the_class_files_in_the_folder_named(tmp_path: Path)
     # No student comes: the class gives up after --wait, having made its PKI first.
     proc = subprocess.run(
         [*LDP_SIM, "classroom", "--bind", "127.0.0.1", "--port", "0", "--http-port", "0", "--students", "1", "--wait", "1", "--pki", str(pki)],
-        capture_output=True, text=True, timeout=240, stdin=subprocess.DEVNULL,
+        capture_output=True, text=True, timeout=PROCESS_WAIT_S, stdin=subprocess.DEVNULL,
     )
     assert proc.returncode == 2 and "only 0 of 1 students joined" in proc.stderr and "Traceback" not in proc.stderr, proc.stdout + proc.stderr
     assert {"ca.pem", "server.pem", "token"} <= {p.name for p in pki.iterdir()}  # kept, unlike the default temporary folder
@@ -57,7 +59,7 @@ def test_classroom_pki_keeps_the_class_files_in_the_folder_named(tmp_path: Path)
 def test_client_refuses_a_sub_shard_outside_its_machine_share() -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "ldp.wire.client", "--connect", "127.0.0.1:9", "--config", "-", "--sub", "2/2"],
-        capture_output=True, text=True, timeout=120, input="{}",
+        capture_output=True, text=True, timeout=PROCESS_WAIT_S, input="{}",
     )
     assert proc.returncode == 2 and "sub-shard K/M needs 0 ≤ K < M, got '2/2'" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
 
@@ -86,7 +88,7 @@ def test_client_with_exit_with_parent_exits_when_its_parent_dies(tmp_path: Path)
     assert proc.stdout is not None
     child = int(proc.stdout.readline())
     proc.send_signal(signal.SIGKILL)
-    proc.wait(timeout=60)
+    proc.wait(timeout=PROCESS_WAIT_S)
     end = time.monotonic() + 120  # a hang guard: a client that ignores its parent's death runs for 600 s
     while _alive(child):
         assert time.monotonic() < end, "the client outlived its parent (--exit-with-parent)"

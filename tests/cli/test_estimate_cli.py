@@ -16,8 +16,9 @@ import pytest
 
 import ldp
 from ldp.cli import main as cli
+from tests.waits import PROCESS_WAIT_S
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = pytest.mark.timeout(2 * int(PROCESS_WAIT_S))  # a hang guard, above the waits it holds
 
 LDP_SIM = str(Path(sys.executable).with_name("ldp-sim"))
 N = 3000
@@ -99,13 +100,13 @@ def test_bind_serves_remote_clients_that_hold_the_file(folder: Path) -> None:
         address = first.split()[4]
         clients = subprocess.run(
             [LDP_SIM, "clients", "--connect", address, "--data", "users.csv", "--schema", "schema.json", "--budget", "1", "--processes", "2", "--connect-timeout", "30"],
-            cwd=folder, capture_output=True, text=True, timeout=90,
+            cwd=folder, capture_output=True, text=True, timeout=PROCESS_WAIT_S,
         )
-        out, err = server.communicate(timeout=90)
+        out, err = server.communicate(timeout=PROCESS_WAIT_S)
     finally:
         if server.poll() is None:
             server.kill()
-            server.wait(timeout=10)
+            server.wait(timeout=PROCESS_WAIT_S)
     assert server.returncode == 0 and clients.returncode == 0, (err, clients.stderr)
     assert f"remote client processes, aggregator on {address}" in out
     rows = json.loads((folder / "out-f" / "result.json").read_text())["results"][0]["rows"]
@@ -161,5 +162,5 @@ def test_bad_flag_or_file_is_one_line_exit_2(args: list[str], message: str, fold
 
 def test_bad_flags_through_the_real_command(folder: Path) -> None:
     for args, message in (BAD[0], BAD[12], BAD[-1]):
-        done = _run(args, folder, timeout=60)
+        done = _run(args, folder, timeout=PROCESS_WAIT_S)
         assert done.returncode == 2 and done.stderr.count("\n") == 1 and message in done.stderr, done.stderr

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from ldp.cli.main import COMMANDS
+from tests.waits import PROCESS_WAIT_S
 
 LDP_SIM = Path(sys.executable).with_name("ldp-sim")
 
@@ -37,7 +38,7 @@ def help_problems(name: str, text: str) -> list[str]:
 
 @pytest.mark.parametrize("name", [c.name for c in COMMANDS])
 def test_every_subcommand_help_has_a_description_and_an_example(name: str) -> None:
-    out = subprocess.run([str(LDP_SIM), name, "--help"], capture_output=True, text=True, timeout=60)
+    out = subprocess.run([str(LDP_SIM), name, "--help"], capture_output=True, text=True, timeout=PROCESS_WAIT_S)
     assert out.returncode == 0, out.stderr
     assert help_problems(name, out.stdout) == [], out.stdout
 

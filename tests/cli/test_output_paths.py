@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.timeout(60)
+from tests.waits import PROCESS_WAIT_S
+
+pytestmark = pytest.mark.timeout(2 * int(PROCESS_WAIT_S))  # a hang guard, above the waits it holds
 
 CLI = [sys.executable, "-m", "ldp.cli.main", "run"]
 RR_FILES = {"table.md", "estimates.csv", "result.json", "estimates.png"}
@@ -31,11 +33,13 @@ EXPERIMENTS = {
     "geometry": (["--quick"], {"result.json", "errors.csv", "table.md", "errors.png", "polygons.png"}),
     "sanitization": (["--quick"], {"result.json", "errors.csv", "table.md", "errors.png"}),
     "real-data": (["--quick"], {"result.json", "estimates.csv", "table.md", "estimates.png"}),
+    "frequent-itemsets": (["--quick"], {"result.json", "itemsets.csv", "table.md", "itemsets.png"}),
+    "disjunctions": (["--quick"], {"result.json", "errors.csv", "first_success.csv", "table.md", "errors.png"}),
 }
 
 
 def _run(args: list[str], cwd: Path) -> str:
-    proc = subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=50, cwd=cwd)
+    proc = subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=PROCESS_WAIT_S, cwd=cwd)
     assert proc.returncode == 0, proc.stderr
     return proc.stdout
 

@@ -18,9 +18,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.waits import PROCESS_WAIT_S
+
 LDP_SIM = Path(sys.executable).with_name("ldp-sim")
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = pytest.mark.timeout(2 * int(PROCESS_WAIT_S))  # a hang guard, above the waits it holds
 
 # The user's module: one standalone experiment built with Simulation, and one that asks users
 # through the LR oracle (the protocol written out by hand), so it runs over gRPC client processes.
@@ -96,7 +98,7 @@ def _user_folder(tmp_path: Path, *, dist_info: bool = True, broken: bool = False
 
 def _run(argv: list[str], folder: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(folder), "MPLBACKEND": "Agg"}
-    return subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=240)
+    return subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=PROCESS_WAIT_S)
 
 
 def test_an_entry_point_experiment_is_listed_and_runs(tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ import pytest
 from tests.waits import PROCESS_WAIT_S
 from tests.wire.proc_helpers import PYTHON, free_port, reap, wait_exit
 
-pytestmark = pytest.mark.timeout(180)
+pytestmark = pytest.mark.timeout(2 * int(PROCESS_WAIT_S))  # a hang guard, above the waits it holds
 
 CLI = [PYTHON, "-m", "ldp.cli.main"]
 SMALL = ["-o", "trials=2", "-o", "cap=4096", "-o", "resolution=2", "-o", "masked_d=2,4", "-o", "learners=LI,LNI", "-o", "curve_d=2",
@@ -32,7 +32,7 @@ def test_a_separation_served_to_standby_clients_equals_the_in_process_run(tmp_pa
     key = tmp_path / "seal.key"
     address = f"127.0.0.1:{free_port()}"
     reference = subprocess.run(
-        [*CLI, "run", "separation", "--transport", "inprocess", "--seed", "3", "--out", str(tmp_path / "a"), *SMALL], capture_output=True, timeout=120
+        [*CLI, "run", "separation", "--transport", "inprocess", "--seed", "3", "--out", str(tmp_path / "a"), *SMALL], capture_output=True, timeout=PROCESS_WAIT_S
     )
     assert reference.returncode == 0, reference.stderr.decode()
     serve = subprocess.Popen(
@@ -72,13 +72,13 @@ def _keys(text: str) -> list[list[str]]:
 
 def test_an_experiment_without_an_lr_oracle_is_served_where_it_runs(tmp_path: Path) -> None:
     proc = subprocess.run(
-        [*CLI, "serve", "--bind", f"127.0.0.1:{free_port()}", "sq-sample-complexity", "--quick", "--out", str(tmp_path)], capture_output=True, timeout=120
+        [*CLI, "serve", "--bind", f"127.0.0.1:{free_port()}", "sq-sample-complexity", "--quick", "--out", str(tmp_path)], capture_output=True, timeout=PROCESS_WAIT_S
     )
     assert proc.returncode == 0, proc.stderr.decode()
     assert "needs no client" in proc.stdout.decode() and (tmp_path / "table.md").exists()
 
 
 def test_serving_many_populations_without_a_seal_key_is_a_one_line_mistake() -> None:
-    proc = subprocess.run([*CLI, "serve", "--bind", f"127.0.0.1:{free_port()}", "separation", "--quick"], capture_output=True, timeout=60)
+    proc = subprocess.run([*CLI, "serve", "--bind", f"127.0.0.1:{free_port()}", "separation", "--quick"], capture_output=True, timeout=PROCESS_WAIT_S)
     err = proc.stderr.decode()
     assert proc.returncode == 2 and "--seal-key-file" in err and "Traceback" not in err

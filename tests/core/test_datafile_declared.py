@@ -23,6 +23,7 @@ from ldp.core.datafile_schema import MAX_CODES, MISSING_LABEL, ColumnSpec, parse
 from ldp.core.errors import LDPError, ParameterError
 from ldp.core.schema import Field
 from tests.messy_data import LABELS, messy_columns, write_messy_csv, write_messy_parquet
+from tests.waits import PROCESS_WAIT_S
 
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
@@ -236,7 +237,7 @@ def test_schema_infer_drafts_every_kind_and_says_what_it_copied(tmp_path):
     write_messy_csv(tmp_path / "m.csv", cols)
     write_messy_parquet(tmp_path / "m.parquet", cols)
     ldp_sim = str(Path(sys.executable).parent / "ldp-sim")
-    proc = subprocess.run([ldp_sim, "schema", "infer", str(tmp_path / "m.csv"), "--out", str(tmp_path / "s.json")], capture_output=True, timeout=120)
+    proc = subprocess.run([ldp_sim, "schema", "infer", str(tmp_path / "m.csv"), "--out", str(tmp_path / "s.json")], capture_output=True, timeout=PROCESS_WAIT_S)
     err = proc.stderr.decode()
     assert proc.returncode == 0 and "Traceback" not in err, err
     assert "LISTING THEM (copied from your file: keep only public labels)" in err

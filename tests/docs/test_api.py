@@ -10,6 +10,7 @@ import sys
 import pytest
 
 import ldp
+from tests.waits import PROCESS_WAIT_S
 
 
 @pytest.mark.parametrize("name", sorted(set(ldp.__all__) - {"__version__"}))
@@ -26,7 +27,7 @@ def test_an_unknown_name_is_an_attribute_error() -> None:
 def test_import_ldp_loads_no_transport_and_no_heavy_library() -> None:
     """A broken variant (eager imports in ldp/__init__.py) would load grpc and scipy here."""
     code = "import sys, ldp; print(sorted(m for m in ('grpc', 'scipy', 'matplotlib', 'ldp.wire.launcher', 'ldp.core.randomizers') if m in sys.modules))"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=PROCESS_WAIT_S)
     assert out.returncode == 0 and out.stdout.strip() == "[]", out.stderr
 
 

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.waits import PROCESS_WAIT_S
+
 ROOT = Path(__file__).resolve().parents[2]
 LAYERS = ["core", "local", "wire", "sq", "central", "learners", "experiment", "classroom", "cli"]
 
@@ -36,7 +38,7 @@ def build(config: Path, site: Path) -> subprocess.CompletedProcess[str]:
         env=env,
         capture_output=True,
         text=True,
-        timeout=240,
+        timeout=PROCESS_WAIT_S,
     )
 
 

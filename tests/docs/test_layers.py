@@ -22,6 +22,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.waits import PROCESS_WAIT_S
+
 ROOT = Path(__file__).resolve().parents[2]
 LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
 
@@ -99,7 +101,7 @@ def _installed_layout(site: Path, broken: str | None = None) -> Path:
 def _lint(site: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(site)}
     argv = [str(LINT_IMPORTS), "--no-cache", "--no-logo", str(ROOT / "pyproject.toml")]
-    return subprocess.run(argv, cwd=site, env=env, capture_output=True, text=True, timeout=200)
+    return subprocess.run(argv, cwd=site, env=env, capture_output=True, text=True, timeout=PROCESS_WAIT_S)
 
 
 @pytest.mark.timeout(400)

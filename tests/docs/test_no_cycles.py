@@ -20,10 +20,12 @@ from typing import Any
 
 import pytest
 
+from tests.waits import PROCESS_WAIT_S
+
 ROOT = Path(__file__).resolve().parents[2]
 LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = pytest.mark.timeout(2 * int(PROCESS_WAIT_S))  # a hang guard, above the waits it holds
 
 
 def acyclic_contract() -> dict[str, Any]:
@@ -35,7 +37,7 @@ def acyclic_contract() -> dict[str, Any]:
 
 def lint(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(cwd)}
-    return subprocess.run([str(LINT_IMPORTS), "--no-cache", "--no-logo", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=100)
+    return subprocess.run([str(LINT_IMPORTS), "--no-cache", "--no-logo", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=PROCESS_WAIT_S)
 
 
 def test_ldp_has_no_import_cycle() -> None:

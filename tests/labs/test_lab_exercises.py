@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 
 from ldp.core.audit import clopper_pearson
+from tests.waits import PROCESS_WAIT_S
 
 REPO = Path(__file__).parents[2]
 LAB_DIR = REPO / "simulations" / "labs"
@@ -42,7 +43,7 @@ print("LAB INFO " + json.dumps({"result": ns["RESULT"].to_json(), "errorbars": b
 def run_lab(stem: str, tmp_path: Path, solutions: bool = True) -> tuple[str, dict]:
     """The lab's printed text (narrative and outputs) and its result and figures' error bars."""
     env = dict(os.environ, **QUICK_ENV, LDP_SOLUTIONS="1" if solutions else "0", LDP_LAB_OUT=str(tmp_path), COLUMNS="200")
-    proc = subprocess.run([sys.executable, "-c", _RUN, str(LAB_DIR / f"{stem}.py")], env=env, capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    proc = subprocess.run([sys.executable, "-c", _RUN, str(LAB_DIR / f"{stem}.py")], env=env, capture_output=True, text=True, timeout=PROCESS_WAIT_S, cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
     text, _, info = proc.stdout.rpartition("LAB INFO ")
     return text, json.loads(info)
@@ -190,7 +191,7 @@ def lab_titles_from_files() -> dict[int, str]:
 
 def test_ldp_sim_lab_help_lists_every_lab_by_number_and_title():
     """Fails on the old help, which said only "lab number (see simulations/labs/)"."""
-    proc = subprocess.run([sys.executable, "-m", "ldp.cli.main", "lab", "--help"], capture_output=True, text=True, timeout=60, env=dict(os.environ, COLUMNS="200"))
+    proc = subprocess.run([sys.executable, "-m", "ldp.cli.main", "lab", "--help"], capture_output=True, text=True, timeout=PROCESS_WAIT_S, env=dict(os.environ, COLUMNS="200"))
     assert proc.returncode == 0, proc.stderr
     titles = lab_titles_from_files()
     assert len(titles) >= 6
@@ -215,10 +216,10 @@ def test_readme_notebook_command_writes_no_notebook_among_the_sources(tmp_path):
     (tmp_path / "simulations" / "labs").mkdir(parents=True)
     shutil.copy(LAB_DIR / "lab1_randomized_response.py", tmp_path / "simulations" / "labs")
     env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
-    proc = subprocess.run(["bash", "-c", command], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(["bash", "-c", command], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=PROCESS_WAIT_S)
     assert proc.returncode == 0, proc.stderr
     made = [p.relative_to(tmp_path) for p in tmp_path.rglob("*.ipynb")]
     assert len(made) == 1, made
     assert not any(p.parts[0] == "simulations" for p in made), made
-    ignored = subprocess.run(["git", "-C", str(REPO), "check-ignore", "-q", str(made[0])], timeout=30)
+    ignored = subprocess.run(["git", "-C", str(REPO), "check-ignore", "-q", str(made[0])], timeout=PROCESS_WAIT_S)
     assert ignored.returncode == 0, f"{made[0]} is not gitignored"

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.waits import PROCESS_WAIT_S
+
 REPO = Path(__file__).parents[2]
 LAB_FILES = sorted((REPO / "simulations" / "labs").glob("lab[0-9]*_*.py"))
 CLI = [sys.executable, "-m", "ldp.cli.main"]
@@ -39,7 +41,7 @@ def test_every_lab_file_is_a_registered_experiment() -> None:
 
 
 def test_ldp_sim_list_lists_the_labs() -> None:
-    proc = subprocess.run([*CLI, "list"], capture_output=True, text=True, timeout=60, env=_env())
+    proc = subprocess.run([*CLI, "list"], capture_output=True, text=True, timeout=PROCESS_WAIT_S, env=_env())
     assert proc.returncode == 0, proc.stderr
     names = {line.split()[0] for line in proc.stdout.splitlines() if line.strip()}
     assert {f"lab{n}" for n in range(1, 7)} <= names
@@ -48,7 +50,7 @@ def test_ldp_sim_list_lists_the_labs() -> None:
 def test_ldp_sim_run_lab_prints_the_labs_table_and_saves_its_figure(tmp_path: Path) -> None:
     """`ldp-sim run lab2 --quick`: the lab's narrative and outputs, then its result table (the
     same rounds the lab printed), its figure listed as saved."""
-    proc = subprocess.run([*CLI, "run", "lab2", "--quick", "--out", str(tmp_path)], capture_output=True, text=True, timeout=180, env=_env())
+    proc = subprocess.run([*CLI, "run", "lab2", "--quick", "--out", str(tmp_path)], capture_output=True, text=True, timeout=PROCESS_WAIT_S, env=_env())
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
     out = proc.stdout
     printed = re.findall(r"^round (\d): answered\s+(\d+), refused\s+(\d+)$", out, re.MULTILINE)
@@ -76,7 +78,7 @@ def test_a_users_own_code_runs_a_lab_through_the_protocol(tmp_path: Path) -> Non
     the audit's table (the buggy randomizer flagged, the honest one not), JSON, the figure."""
     from ldp.experiment import ExperimentResult
 
-    proc = subprocess.run([sys.executable, "-c", _USER_CODE, str(tmp_path)], capture_output=True, text=True, timeout=180, env=_env(), cwd=tmp_path)
+    proc = subprocess.run([sys.executable, "-c", _USER_CODE, str(tmp_path)], capture_output=True, text=True, timeout=PROCESS_WAIT_S, env=_env(), cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
     assert "your turn" in proc.stdout and "true ε =" not in proc.stdout  # -o solutions=false reached the lab
     (line,) = [x for x in proc.stdout.splitlines() if x.startswith("RESULT ")]
@@ -99,7 +101,7 @@ def test_a_users_own_code_runs_a_lab_through_the_protocol(tmp_path: Path) -> Non
     ],
 )
 def test_lab_settings_mistakes_are_one_line(args: list[str], message: str) -> None:
-    proc = subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=60, env=_env())
+    proc = subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=PROCESS_WAIT_S, env=_env())
     assert proc.returncode == 2 and message in proc.stderr, proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
 

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.waits import PROCESS_WAIT_S
+
 REPO = Path(__file__).parents[2]
 LAB_DIR = REPO / "simulations" / "labs"
 LABS = sorted(p.stem for p in LAB_DIR.glob("lab*.py"))
@@ -29,7 +31,7 @@ def test_there_are_at_least_six_labs():
 def test_lab_runs_in_quick_mode(lab, tmp_path):
     env = dict(os.environ, LDP_QUICK="1", LDP_LAB_OUT=str(tmp_path), MPLBACKEND="Agg")
     proc = subprocess.run(
-        [sys.executable, "-m", f"ldp.simulations.labs.{lab}"], env=env, capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", f"ldp.simulations.labs.{lab}"], env=env, capture_output=True, text=True, timeout=PROCESS_WAIT_S
     )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
     assert list(tmp_path.rglob("*.png")), "a lab saves at least one figure"
@@ -39,7 +41,7 @@ def test_lab_runs_in_quick_mode(lab, tmp_path):
 @pytest.mark.parametrize("lab", LABS[:1])
 def test_solutions_switch_hides_solutions(lab, tmp_path):
     env = dict(os.environ, LDP_QUICK="1", LDP_SOLUTIONS="0", LDP_LAB_OUT=str(tmp_path), MPLBACKEND="Agg")
-    proc = subprocess.run([sys.executable, "-m", f"ldp.simulations.labs.{lab}"], env=env, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run([sys.executable, "-m", f"ldp.simulations.labs.{lab}"], env=env, capture_output=True, text=True, timeout=PROCESS_WAIT_S)
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert "your turn" in proc.stdout
 
@@ -48,7 +50,7 @@ def test_lab1_states_the_sampling_error_of_its_measured_sd(tmp_path):
     """The measured sd comes from R repetitions: the printout gives its sampling error and the
     measured/predicted ratios, which must lie within 4 sampling errors of 1 (the lab asserts it)."""
     env = dict(os.environ, **QUICK_ENV, LDP_LAB_OUT=str(tmp_path))
-    proc = subprocess.run([sys.executable, "-m", "ldp.simulations.labs.lab1_randomized_response"], env=env, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run([sys.executable, "-m", "ldp.simulations.labs.lab1_randomized_response"], env=env, capture_output=True, text=True, timeout=PROCESS_WAIT_S)
     assert proc.returncode == 0, proc.stderr[-3000:]
     found = re.search(r"R = (\d+) rounds per ε: the measured sd has a sampling error of ±([\d.]+)%", proc.stdout)
     assert found, proc.stdout
@@ -153,7 +155,7 @@ def test_lab_figures_are_legible(lab, tmp_path):
     """Runs the lab through the cell-by-cell runner (what `ldp-sim lab` runs), then checks its figures."""
     env = dict(os.environ, **QUICK_ENV, LDP_LAB_OUT=str(tmp_path))
     proc = subprocess.run(
-        [sys.executable, "-c", _RUN_AND_CHECK, str(LAB_DIR / f"{lab}.py"), __file__], env=env, capture_output=True, text=True, timeout=120, cwd=tmp_path
+        [sys.executable, "-c", _RUN_AND_CHECK, str(LAB_DIR / f"{lab}.py"), __file__], env=env, capture_output=True, text=True, timeout=PROCESS_WAIT_S, cwd=tmp_path
     )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
     found = re.search(r"^FIGURE PROBLEMS (.*)$", proc.stdout, re.MULTILINE)
@@ -272,7 +274,7 @@ def test_env_switch_rejects_a_typo():
 # --- ldp-sim lab N ----------------------------------------------------------------------------------
 
 
-def _ldp_sim_lab(*args, env=None, timeout=120):
+def _ldp_sim_lab(*args, env=None, timeout=PROCESS_WAIT_S):
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("LDP_")} | (env or {})
     return subprocess.run([sys.executable, "-m", "ldp.cli.main", "lab", *args], capture_output=True, text=True, timeout=timeout, env=full_env)
 
@@ -281,11 +283,11 @@ def test_ldp_sim_lab_runs_a_lab_over_grpc_client_processes(tmp_path):
     """The classroom way: `ldp-sim lab 2 --quick` with 2 client processes on loopback; the lab's
     numbers are the in-process ones (same seed), its figure is saved and its path printed."""
     cmd = [sys.executable, "-m", "ldp.cli.main", "lab", "2", "--quick", "--processes", "2", "--out", str(tmp_path / "g")]
-    grpc_run = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    grpc_run = subprocess.run(cmd, capture_output=True, text=True, timeout=PROCESS_WAIT_S)
     assert grpc_run.returncode == 0, grpc_run.stdout[-2000:] + grpc_run.stderr[-3000:]
     assert "2 client process(es) over gRPC" in grpc_run.stdout
     assert f"figure saved: {tmp_path / 'g' / 'lab2' / 'lab2_refusals.png'}" in grpc_run.stdout
-    local = subprocess.run(cmd[:-2] + ["--transport", "inprocess", "--out", str(tmp_path / "i")], capture_output=True, text=True, timeout=120)
+    local = subprocess.run(cmd[:-2] + ["--transport", "inprocess", "--out", str(tmp_path / "i")], capture_output=True, text=True, timeout=PROCESS_WAIT_S)
     assert local.returncode == 0, local.stderr[-3000:]
     rounds = lambda out: [line for line in out.splitlines() if line.startswith("round ")]  # noqa: E731
     assert rounds(grpc_run.stdout) == rounds(local.stdout) and len(rounds(local.stdout)) == 6
@@ -406,7 +408,7 @@ def test_ldp_sim_lab_prints_the_narrative_between_the_outputs(tmp_path):
     ],
 )
 def test_ldp_sim_lab_user_mistakes_are_one_line(args, env, message):
-    proc = _ldp_sim_lab(*args, env=env, timeout=60)
+    proc = _ldp_sim_lab(*args, env=env, timeout=PROCESS_WAIT_S)
     assert proc.returncode == 2 and message in proc.stderr, proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
     assert "Lab " not in proc.stdout  # nothing started
@@ -459,7 +461,7 @@ def test_lab_runs_as_a_notebook(lab, tmp_path, lab_kernelspecs):
     nb = jupytext.read(LAB_DIR / f"{lab}.py")
     assert sum(c.cell_type == "markdown" for c in nb.cells) >= 2 and sum(c.cell_type == "code" for c in nb.cells) >= 3
     km = AsyncKernelManager(kernel_name="ldp-labs", kernel_spec_manager=lab_kernelspecs)
-    client = nbclient.NotebookClient(nb, km=km, timeout=120, startup_timeout=60, resources={"metadata": {"path": str(REPO)}})
+    client = nbclient.NotebookClient(nb, km=km, timeout=PROCESS_WAIT_S, startup_timeout=PROCESS_WAIT_S, resources={"metadata": {"path": str(REPO)}})
     try:
         client.execute(env=_kernel_env(tmp_path))
     except nbclient.exceptions.CellExecutionError as exc:
@@ -487,7 +489,7 @@ def test_the_inline_figure_check_catches_a_lab_that_forces_agg(tmp_path, lab_ker
     nb = jupytext.read(LAB_DIR / "lab2_budgets.py")
     nb.cells.insert(0, nbformat.v4.new_code_cell('import matplotlib\nmatplotlib.use("Agg")'))
     km = AsyncKernelManager(kernel_name="ldp-labs", kernel_spec_manager=lab_kernelspecs)
-    nbclient.NotebookClient(nb, km=km, timeout=120, startup_timeout=60, resources={"metadata": {"path": str(REPO)}}).execute(env=_kernel_env(tmp_path))
+    nbclient.NotebookClient(nb, km=km, timeout=PROCESS_WAIT_S, startup_timeout=PROCESS_WAIT_S, resources={"metadata": {"path": str(REPO)}}).execute(env=_kernel_env(tmp_path))
     assert list(tmp_path.rglob("*.png")) and not inline_figures(nb)
 
 
@@ -502,6 +504,6 @@ def test_the_labs_choose_agg_only_when_no_backend_is_chosen(setup, expected, tmp
         env["MPLBACKEND"] = setup.split("=", 1)[1]
     elif setup:
         code = f"import matplotlib; matplotlib.use({setup.split(':')[1]!r}); " + code
-    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=PROCESS_WAIT_S)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.strip() == expected

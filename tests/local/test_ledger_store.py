@@ -727,7 +727,7 @@ def test_a_ledger_that_is_not_sqlite_is_one_clear_line(tmp_path: Path) -> None:
     assert path.read_text().startswith("these are my notes")  # untouched
     proc = subprocess.run(
         [sys.executable, "-m", "ldp.cli.main", "clients", "--connect", "127.0.0.1:9", "--population", str(path), "--ledger", str(path)],
-        capture_output=True, text=True, timeout=60, cwd=REPO,
+        capture_output=True, text=True, timeout=PROCESS_WAIT_S, cwd=REPO,
     )
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert "exists and is not an SQLite ledger" in proc.stderr and len(proc.stderr.strip().splitlines()) <= 2, proc.stderr

@@ -26,6 +26,7 @@ from ldp.local.oracle import InProcessLROracle
 from ldp.local.session import Request, Session
 from ldp.local.shard import Shard
 from ldp.wire.client_config import FORMAT, ClientConfig
+from tests.waits import PROCESS_WAIT_S
 from tests.wire.wire_helpers import population
 
 SPEC = population(n=200, budget=2.0, seed=5)
@@ -73,7 +74,7 @@ def test_the_client_process_says_which_key_in_one_line() -> None:
     data = _good()
     data["budget"] = "plenty"
     proc = subprocess.run(
-        [sys.executable, "-m", "ldp.wire.client", "--connect", "127.0.0.1:9", "--config", "-"], input=json.dumps(data).encode(), capture_output=True, timeout=60
+        [sys.executable, "-m", "ldp.wire.client", "--connect", "127.0.0.1:9", "--config", "-"], input=json.dumps(data).encode(), capture_output=True, timeout=PROCESS_WAIT_S
     )
     err = proc.stderr.decode()
     assert proc.returncode == 2 and "key 'budget' must be a number or null" in err and "Traceback" not in err

@@ -25,8 +25,9 @@ from ldp.local.session import Request, Session
 from ldp.wire.aggregator import GrpcAggregator, GrpcLROracle, ShardClaim
 from ldp.wire.client_config import ClientConfig
 from ldp.wire.launcher import spawn_clients, stop_clients
+from tests.waits import PROCESS_WAIT_S
 
-pytestmark = pytest.mark.timeout(90)
+pytestmark = pytest.mark.timeout(2 * int(PROCESS_WAIT_S))  # a hang guard, above the waits it holds
 
 
 def _write_csv(path: Path, n: int, seed: int = 3) -> np.ndarray:
@@ -77,7 +78,7 @@ def test_a_value_out_of_range_names_the_file_row_and_column(tmp_path: Path) -> N
     proc = subprocess.run(
         [sys.executable, "-m", "ldp.cli.main", "clients", "--connect", "127.0.0.1:9", "--data", str(path), "--schema", str(schema), "--budget", "1"],
         capture_output=True,
-        timeout=60,
+        timeout=PROCESS_WAIT_S,
     )
     err = proc.stderr.decode()
     assert proc.returncode == 2, err
@@ -91,7 +92,7 @@ def test_a_data_file_without_a_budget_is_refused_before_anything_runs(tmp_path: 
     proc = subprocess.run(
         [sys.executable, "-m", "ldp.cli.main", "clients", "--connect", "127.0.0.1:9", "--data", str(tmp_path / "users.csv")],
         capture_output=True,
-        timeout=60,
+        timeout=PROCESS_WAIT_S,
     )
     assert proc.returncode == 2 and "needs its users' budget" in proc.stderr.decode()
 

@@ -136,7 +136,7 @@ async def _reference_ledger(spec: object) -> np.ndarray:
 def _spec_config(tmp_path: Path, users: int) -> tuple[Path, Path]:
     """The experiment's side: `ldp-sim population` writes rr-demo's spec; a client config holds it."""
     spec = tmp_path / "spec.json"
-    subprocess.run([PYTHON, "-m", "ldp.cli.main", "population", "rr-demo", "--users", str(users), "--out", str(spec)], check=True, capture_output=True, timeout=60)
+    subprocess.run([PYTHON, "-m", "ldp.cli.main", "population", "rr-demo", "--users", str(users), "--out", str(spec)], check=True, capture_output=True, timeout=PROCESS_WAIT_S)
     config = tmp_path / "client.json"
     config.write_text(json.dumps({"format": 1, "population": json.loads(spec.read_text())}))
     return spec, config
@@ -200,7 +200,7 @@ def test_unreachable_aggregator_gives_up_with_a_message(tmp_path: Path) -> None:
     proc = subprocess.run(
         [PYTHON, "-m", "ldp.wire.client", "--connect", f"127.0.0.1:{free_port()}", "--config", str(config), "--connect-timeout", "1"],
         capture_output=True,
-        timeout=30,
+        timeout=PROCESS_WAIT_S,
     )
     assert proc.returncode == 1
     assert b"cannot reach the aggregator" in proc.stderr and b"Traceback" not in proc.stderr

@@ -39,10 +39,11 @@ from ldp.wire.client_config import ClientConfig
 from ldp.wire.launcher import ClientProcess, spawn_clients, stop_clients
 from ldp.wire.sealed import new_seal_key, seal_population
 from ldp.wire.v1 import aggregator_pb2 as pb
+from tests.waits import PROCESS_WAIT_S
 from tests.wire.hostile import BIT0, BIT1, RECORD, HostileAggregator, Peer, Tally, assignment, randomizer
 from tests.wire.wire_helpers import population
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = pytest.mark.timeout(2 * int(PROCESS_WAIT_S))  # a hang guard, above the waits it holds
 
 N = 2000
 
@@ -352,7 +353,7 @@ async def test_a_durable_ledger_survives_kill_9_of_a_client(tmp_path: Path) -> N
 def test_a_client_with_a_bad_configuration_says_why_and_exits_2() -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "ldp.wire.client", "--connect", "127.0.0.1:9", "--config", "-"],
-        input=b'{"format": 1, "population": null, "budget": 1.0}', capture_output=True, timeout=60,
+        input=b'{"format": 1, "population": null, "budget": 1.0}', capture_output=True, timeout=PROCESS_WAIT_S,
     )
     assert proc.returncode == 2
     assert b"was given none of them" in proc.stderr and b"Traceback" not in proc.stderr

@@ -47,10 +47,11 @@ from ldp.wire import codec
 from ldp.wire.client_config import ClientConfig
 from ldp.wire.sealed import new_seal_key, seal_population
 from ldp.wire.v1 import aggregator_pb2 as pb
+from tests.waits import PROCESS_WAIT_S
 from tests.wire.hostile import BIT0, HostileAggregator, Peer, assignment, randomizer
 from tests.wire.wire_helpers import population
 
-pytestmark = pytest.mark.timeout(240)
+pytestmark = pytest.mark.timeout(2 * int(PROCESS_WAIT_S))  # a hang guard, above the waits it holds
 
 N = 4000
 EPS = 1.0
@@ -450,7 +451,7 @@ async def test_the_check_catches_nonces_restarting_under_a_fixed_key(tmp_path: P
 def test_the_ledger_choice_is_one_clear_line(tmp_path: Path, extra: list[str], message: str) -> None:
     data, schema, _ = _write_data(tmp_path, 10)
     argv = _clients("127.0.0.1:9", "--data", str(data), "--schema", str(schema), "--budget", "1", *[a.replace("{tmp}", str(tmp_path)) for a in extra])
-    proc = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=PROCESS_WAIT_S)
     assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
 
 
@@ -458,10 +459,10 @@ def test_one_load_ledgers_with_a_key_file_ask_for_memory_by_name(tmp_path: Path)
     seal = tmp_path / "seal.key"
     seal.write_bytes(new_seal_key())
     argv = _clients("127.0.0.1:9", "--seal-key-file", str(seal), "--key-file", str(_key_file(tmp_path)), "--one-load-ledgers")
-    proc = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=PROCESS_WAIT_S)
     assert proc.returncode == 2 and "pass --budget-restarts-in-memory too" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
 
 
 def test_the_help_names_the_state_directory_and_what_memory_costs() -> None:
-    out = subprocess.run([*CLI, "clients", "--help"], capture_output=True, text=True, timeout=60).stdout
+    out = subprocess.run([*CLI, "clients", "--help"], capture_output=True, text=True, timeout=PROCESS_WAIT_S).stdout
     assert "$LDP_STATE_DIR" in out and "budget restarts with every client process" in " ".join(out.split())

@@ -1,0 +1,507 @@
+"""Frequency estimators beside matrix inversion: Iterative Bayesian Update, the closed-form MLE of
+randomized-response-type channels, and the consistency post-processing of Wang et al. (2020).
+
+Everything here is post-processing of what the aggregator already holds (the reports' support
+counts, or equivalently the unbiased matrix-inversion estimate), so none of it costs privacy.
+Every function is pure and deterministic (no randomness, a fixed iteration order).
+
+The channel. A frequency oracle's report *supports* categories with realized probabilities
+(p*, q*) (``ldp.core.frequency_oracles.support_probabilities``). Its matrix-inversion (MI)
+estimate is f̂ = (C/n − q*)/(p* − q*) (``frequency_estimates``: the one MI, called here, never
+rewritten). From f̂ the support fractions come back as C/n = q* + (p* − q*)·f̂, and their
+normalization ô = C/ΣC satisfies, in expectation, ô = A·f with the k × k *symmetric channel*
+
+    A[y, v] = p′ if y = v else q′,    p′ = p*/(p* + (k − 1)q*),  q′ = q*/(p* + (k − 1)q*),
+
+column-stochastic (p′ + (k − 1)q′ = 1). For k-ary randomized response (GRR) this is exactly
+its transition matrix (``rr_cells``: A + (k − 1)B = 2^64, so p* + (k − 1)q* = 1) and ô is the
+histogram of the reports: the likelihood below is the exact multinomial one. For the other oracles
+(OUE, SUE, OLH, Hadamard Response, Subset Selection) a report supports several categories, and the
+same formula is the *pseudo-likelihood* of multi-freq-ldpy (Arcolezi et al.; reference §3.2): its
+fixed point is consistent (E ô = A f) but it is not the likelihood of the bit vectors themselves.
+
+Estimators (``ESTIMATORS``, chosen by name with ``estimator_spec`` / ``estimate``):
+
+- ``mi``  matrix inversion, unbiased, may be negative and need not sum to 1 (Wang, Blocki, Li &
+  Jha 2017).
+- ``ibu``  Iterative Bayesian Update (Agrawal & Aggarwal, PODS 2001; ElSalamouny & Palamidessi,
+  EuroS&P 2020; used for LDP by Arcolezi et al.): EM for the multinomial likelihood of ô,
+  θ^{t+1}_v = θ^t_v · Σ_y ô_y A[y, v] / (A θ^t)_y from θ^0 uniform, stopped when
+  max_v |θ^{t+1}_v − θ^t_v| < tol (default 1e-12) or after max_iter (default 10 000)
+  iterations, whichever comes first (``ibu_run`` says which). Iterates stay on the simplex.
+- ``mle``  the maximum of Σ_y ô_y ln(q′ + (p′ − q′)θ_y) over the simplex, in closed form
+  (``mle_symmetric``; the KKT derivation is in its docstring). multi-freq-ldpy's helper cites
+  Pinzón et al., "Estimating the true distribution of data collected with randomized response"
+  (AAAI); the reference marks that citation (verify). We could not read that paper here, so the
+  formula rests on our own derivation, checked by a brute-force grid argmax of the likelihood
+  in tests/core/test_frequency_estimators.py, not on the citation.
+- Consistency post-processing (Wang, Lopuhaä-Zwakenberg, Li, Škorić & Li, "Locally
+  differentially private frequency estimation with consistency", NDSS 2020, arXiv 1905.08320),
+  applied to the MI estimate: ``base_pos``, ``norm``, ``norm_mul``, ``norm_cut``, ``norm_sub``;
+  ``post_pos`` clips *query answers* (subset sums), not the vector, so it is a function of the
+  queries (``post_pos``) and not a vector estimator: on one-category queries it is ``base_pos``.
+
+``norm_sub`` *is* ``project_simplex`` (``ldp.core.frequency_oracles``): Norm-Sub is
+f′ = max(f̂ + δ, 0) with the scalar δ making Σf′ = 1, and the Euclidean projection onto the simplex
+has exactly that form, max(f̂ − τ, 0) (Duchi et al. 2008); Σ max(f̂ + δ, 0) is strictly increasing
+in δ wherever it is positive, so δ = −τ is the same number. ``norm_sub`` calls ``project_simplex``.
+The authors' code (vvv214/LDP_Protocols, post-process/norm_sub.py) iterates "zero the negatives,
+add the missing mass to the positive ones"; it agrees with the projection whenever
+Σ max(f̂, 0) ≥ 1 (always for GRR, whose MI estimate sums to 1), and differs otherwise (it never
+lifts an entry it zeroed): we follow the paper's definition.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+
+from ldp.core.errors import ParameterError
+from ldp.core.frequency_oracles import frequency_estimates, project_simplex, support_probabilities
+from ldp.core.randomizer_base import Randomizer
+
+__all__ = [
+    "SymmetricChannel",
+    "IBUResult",
+    "EstimatorSpec",
+    "ESTIMATORS",
+    "IBU_TOL",
+    "IBU_MAX_ITER",
+    "symmetric_channel",
+    "channel_of",
+    "observed_distribution",
+    "ibu",
+    "ibu_run",
+    "mle_symmetric",
+    "base_pos",
+    "post_pos",
+    "norm",
+    "norm_mul",
+    "norm_cut",
+    "norm_sub",
+    "estimator_spec",
+    "estimate",
+    "estimate_frequencies",
+]
+
+IBU_TOL = 1e-12  # multi-freq-ldpy's default stopping tolerance (max absolute change)
+IBU_MAX_ITER = 10_000  # and its default iteration cap
+
+
+# --- the channel ---
+
+
+@dataclass(frozen=True)
+class SymmetricChannel:
+    """The k × k channel A[y, v] = p if y = v else q, with p + (k − 1)q = 1 (module docstring).
+
+    Its products cost O(k): A θ = q·Σθ + (p − q)θ, and A is symmetric, so Aᵀ r = A r.
+    """
+
+    k: int
+    p: float
+    q: float
+
+    def __post_init__(self) -> None:
+        if isinstance(self.k, bool) or not isinstance(self.k, (int, np.integer)) or self.k < 2:
+            raise ParameterError(f"a channel needs k ≥ 2 categories, got k={self.k!r}")
+        if not (0.0 <= self.q < self.p <= 1.0) or abs(self.p + (self.k - 1) * self.q - 1.0) > 1e-9:
+            raise ParameterError(f"a symmetric channel needs 0 ≤ q < p ≤ 1 with p + (k − 1)q = 1, got p={self.p!r}, q={self.q!r}, k={self.k}")
+
+    def apply(self, theta: np.ndarray) -> np.ndarray:
+        """A θ (also Aᵀ θ: A is symmetric)."""
+        return self.q * theta.sum() + (self.p - self.q) * theta
+
+    def matrix(self) -> np.ndarray:
+        """The dense k × k matrix (for small k and tests)."""
+        return np.full((self.k, self.k), self.q) + (self.p - self.q) * np.eye(self.k)
+
+
+def symmetric_channel(p_star: float | Fraction, q_star: float | Fraction, k: int) -> SymmetricChannel:
+    """The column-stochastic channel of support probabilities (p*, q*) over k categories:
+    p′ = p*/(p* + (k − 1)q*), q′ = q*/(p* + (k − 1)q*), computed exactly when given Fractions.
+
+    Parameters
+    ----------
+    p_star, q_star : float or Fraction
+        Pr[a report supports x | u = x] and | u ≠ x (``support_probabilities``), p* > q* ≥ 0.
+    k : int
+        The number of categories.
+
+    Examples
+    --------
+    >>> c = symmetric_channel(0.5, 0.25, 3)  # OUE-like: p* + 2q* = 1 already
+    >>> c.p, c.q
+    (0.5, 0.25)
+    """
+    if not 0 <= q_star < p_star:
+        raise ParameterError(f"support probabilities need 0 ≤ q* < p*, got p*={float(p_star)!r}, q*={float(q_star)!r}")
+    if isinstance(p_star, Fraction) and isinstance(q_star, Fraction):
+        total = p_star + (k - 1) * q_star
+        return SymmetricChannel(k, float(p_star / total), float(q_star / total))
+    total_f = float(p_star) + (k - 1) * float(q_star)
+    return SymmetricChannel(k, float(p_star) / total_f, float(q_star) / total_f)
+
+
+def channel_of(R: Randomizer) -> SymmetricChannel:
+    """The symmetric channel of a frequency oracle or of ``kary_rr`` (its exact transition matrix
+    for GRR), from its realized ``support_probabilities``."""
+    p_star, q_star = support_probabilities(R)
+    k = int(R.k)  # type: ignore[attr-defined]  # every frequency oracle has k
+    return symmetric_channel(p_star, q_star, k)
+
+
+def observed_distribution(f_mi: np.ndarray, p_star: float | Fraction, q_star: float | Fraction) -> np.ndarray:
+    """ô = C/ΣC recovered from the MI estimate: C/n = q* + (p* − q*)·f̂ (an affine map, exact up
+    to rounding; rounding's −1e-17 at a zero count is clipped to 0).
+
+    Examples
+    --------
+    >>> observed_distribution(np.array([1.0, 0.2, -0.2]), 0.5, 0.25).round(12).tolist()
+    [0.5, 0.3, 0.2]
+    """
+    p, q = float(p_star), float(q_star)
+    f = _finite_vector(f_mi, "observed_distribution")
+    s = np.maximum(q + (p - q) * f, 0.0)
+    total = s.sum()
+    if not total > 0:
+        raise ParameterError("observed_distribution: no report supports any category (all support counts are 0)")
+    return s / total
+
+
+# --- Iterative Bayesian Update ---
+
+
+@dataclass(frozen=True)
+class IBUResult:
+    """``ibu_run``'s answer: the estimate, the iterations run, and whether the stopping rule
+    max_v |θ^{t+1}_v − θ^t_v| < tol was met before ``max_iter``."""
+
+    estimate: np.ndarray
+    iterations: int
+    converged: bool
+
+
+def ibu_run(
+    observed: np.ndarray, channel: SymmetricChannel | np.ndarray, *, tol: float = IBU_TOL, max_iter: int = IBU_MAX_ITER
+) -> IBUResult:
+    """Iterative Bayesian Update (Agrawal & Aggarwal, PODS 2001, EM reconstruction; ElSalamouny &
+    Palamidessi, EuroS&P 2020): the multinomial MLE of the inputs' distribution θ given the
+    observed output distribution ô of a channel A[y, v] = Pr[y | v].
+
+    θ^0 = uniform; θ^{t+1}_v = θ^t_v · Σ_y ô_y A[y, v] / (A θ^t)_y. Stops at the first t with
+    max_v |θ^{t+1}_v − θ^t_v| < ``tol`` (returning θ^{t+1}), or after ``max_iter`` updates.
+    Deterministic: the same inputs give the same bits. Each iterate is non-negative and sums to 1
+    (Σ_v θ_v A[y, v]/(Aθ)_y = 1 for every y, and Σô = 1).
+
+    Parameters
+    ----------
+    observed : numpy.ndarray
+        ô, shape (m,): non-negative, summing to 1 (``observed_distribution`` for a frequency oracle).
+    channel : SymmetricChannel or numpy.ndarray
+        A ``SymmetricChannel`` (O(k) per iteration) or a dense (m, k) column-stochastic matrix.
+    tol : float, default 1e-12
+        The stopping tolerance on the largest absolute change (multi-freq-ldpy's default).
+    max_iter : int, default 10 000
+        The most iterations.
+
+    Returns
+    -------
+    IBUResult
+        The estimate (shape (k,)), the iterations run and ``converged``.
+
+    Examples
+    --------
+    >>> c = symmetric_channel(0.5, 0.25, 3)
+    >>> r = ibu_run(np.array([0.5, 0.3, 0.2]), c)
+    >>> r.converged, r.estimate.round(6).tolist()  # the closed-form MLE (``mle_symmetric``)
+    (True, [0.875, 0.125, 0.0])
+    """
+    o = _distribution(observed, "ibu: observed")
+    if not (isinstance(tol, (int, float)) and tol > 0 and math.isfinite(tol)):
+        raise ParameterError(f"ibu: tol must be a finite number > 0, got {tol!r}")
+    if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)) or max_iter < 1:
+        raise ParameterError(f"ibu: max_iter must be an integer ≥ 1, got {max_iter!r}")
+    if isinstance(channel, SymmetricChannel):
+        if len(o) != channel.k:
+            raise ParameterError(f"ibu: {len(o)} observed outputs for a channel over k={channel.k}")
+        k = channel.k
+        forward: Callable[[np.ndarray], np.ndarray] = channel.apply
+        backward: Callable[[np.ndarray], np.ndarray] = channel.apply  # symmetric: Aᵀ = A
+    else:
+        A = np.asarray(channel, dtype=np.float64)
+        if A.ndim != 2 or A.shape[0] != len(o) or not np.isfinite(A).all() or (A < 0).any():
+            raise ParameterError(f"ibu: the channel must be a non-negative ({len(o)}, k) matrix, got shape {A.shape}")
+        if np.abs(A.sum(axis=0) - 1.0).max() > 1e-9:
+            raise ParameterError("ibu: the channel's columns A[:, v] = Pr[· | v] must each sum to 1")
+        if (A[o > 0].sum(axis=1) == 0).any():
+            raise ParameterError("ibu: an observed output has probability 0 under every input of the channel")
+        k = A.shape[1]
+        forward, backward = A.__matmul__, A.T.__matmul__
+    support = o > 0  # outputs never observed add nothing (0 · anything/0 is taken as 0)
+    theta = np.full(k, 1.0 / k)
+    for t in range(1, int(max_iter) + 1):
+        predicted = forward(theta)
+        ratio = np.zeros_like(o)
+        np.divide(o, predicted, out=ratio, where=support)
+        nxt = theta * backward(ratio)
+        if np.abs(nxt - theta).max() < tol:
+            return IBUResult(nxt, t, True)
+        theta = nxt
+    return IBUResult(theta, int(max_iter), False)
+
+
+def ibu(observed: np.ndarray, channel: SymmetricChannel | np.ndarray, *, tol: float = IBU_TOL, max_iter: int = IBU_MAX_ITER) -> np.ndarray:
+    """``ibu_run``'s estimate alone (same parameters)."""
+    return ibu_run(observed, channel, tol=tol, max_iter=max_iter).estimate
+
+
+# --- closed-form MLE of a symmetric channel ---
+
+
+def mle_symmetric(observed: np.ndarray, channel: SymmetricChannel) -> np.ndarray:
+    """The maximum-likelihood θ of a symmetric (GRR-type) channel, in closed form.
+
+    Maximize L(θ) = Σ_y ô_y ln(q + (p − q)θ_y) over the simplex, p + (k − 1)q = 1.
+    *Derivation (our check of the reference's §3.3).* L is concave, so the KKT conditions are
+    sufficient: ô_y(p − q)/(q + (p − q)θ_y) = λ where θ_y > 0, and ô_y(p − q)/q ≤ λ where θ_y = 0.
+    On the support S (k − K values, ô-mass s = Σ_{y∈S} ô_y), q + (p − q)θ_y = ô_y(p − q)/λ; summing
+    over S with Σ_S θ = 1 gives (k − K)q + (p − q) = s(p − q)/λ, and (k − K)q + p − q = 1 − Kq, so
+    λ = s(p − q)/(1 − Kq) and
+
+        θ_y = [ô_y(1 − Kq) − s q] / [s(p − q)]   on S,   0 off S.
+
+    The zero condition reads ô_y(1 − Kq) ≤ s q: the zeros are the smallest ô. Algorithm: sort ô
+    ascending; from K = 0, s = 1, while q·s > (1 − Kq)·ô_(K), drop it (s −= ô_(K), K += 1). This
+    is the formula of multi-freq-ldpy's MLE helper (which cites Pinzón et al., AAAI: not verified
+    here, module docstring). When every MI estimate is positive, K = 0 and θ = (ô − q)/(p − q) = MI.
+
+    Parameters
+    ----------
+    observed : numpy.ndarray
+        ô, shape (k,), non-negative, summing to 1.
+    channel : SymmetricChannel
+        The channel (``channel_of`` / ``symmetric_channel``).
+
+    Returns
+    -------
+    numpy.ndarray
+        θ, shape (k,): non-negative, summing to 1.
+
+    Examples
+    --------
+    >>> mle_symmetric(np.array([0.5, 0.3, 0.2]), symmetric_channel(0.5, 0.25, 3)).round(12).tolist()
+    [0.875, 0.125, 0.0]
+    """
+    o = _distribution(observed, "mle")
+    if len(o) != channel.k:
+        raise ParameterError(f"mle: {len(o)} observed outputs for a channel over k={channel.k}")
+    p, q, k = channel.p, channel.q, channel.k
+    order = np.argsort(o, kind="stable")
+    K, s = 0, 1.0
+    while K < k - 1 and q * s > (1.0 - K * q) * o[order[K]]:  # at least one value keeps mass
+        s -= o[order[K]]
+        K += 1
+    theta = np.zeros(k)
+    keep = order[K:]
+    theta[keep] = (o[keep] * (1.0 - K * q) - s * q) / (s * (p - q))
+    return theta / theta.sum()  # Σθ = 1 in exact arithmetic; this removes the rounding
+
+
+# --- consistency post-processing (Wang et al., NDSS 2020) ---
+
+
+def base_pos(f: np.ndarray) -> np.ndarray:
+    """Base-Pos: f′_v = max(f̂_v, 0) (Wang et al. 2020). Non-negative; need not sum to 1.
+
+    >>> base_pos(np.array([0.7, 0.5, -0.2])).tolist()
+    [0.7, 0.5, 0.0]
+    """
+    return np.maximum(_finite_vector(f, "base_pos"), 0.0)
+
+
+def post_pos(f: np.ndarray, queries: np.ndarray) -> np.ndarray:
+    """Post-Pos: each query's answer from the raw estimates, clipped at 0 (Wang et al. 2020).
+
+    The vector f̂ is left unchanged; a query is a subset of categories (a row of 0/1 weights), and
+    its answer max(Σ_{v in the subset} f̂_v, 0). On the one-category queries it is ``base_pos``.
+
+    Parameters
+    ----------
+    f : numpy.ndarray
+        The raw (MI) estimates, shape (k,).
+    queries : numpy.ndarray
+        Shape (m, k): row i holds query i's 0/1 (or any) weights.
+
+    Examples
+    --------
+    >>> post_pos(np.array([0.7, 0.5, -0.2]), np.array([[1, 0, 1], [0, 0, 1]])).round(12).tolist()
+    [0.5, 0.0]
+    """
+    v = _finite_vector(f, "post_pos")
+    Q = np.asarray(queries, dtype=np.float64)
+    if Q.ndim != 2 or Q.shape[1] != len(v):
+        raise ParameterError(f"post_pos: queries must be an (m, {len(v)}) array of weights, got shape {Q.shape}")
+    return np.maximum(Q @ v, 0.0)
+
+
+def norm(f: np.ndarray) -> np.ndarray:
+    """Norm (additive): f′_v = f̂_v + (1 − Σ_u f̂_u)/k (Wang et al. 2020). Sums to 1 and keeps
+    E f′ = E f̂ when E Σf̂ = 1 (unbiased); may stay negative.
+
+    >>> norm(np.array([0.6, 0.3, -0.1, 0.4])).round(12).tolist()
+    [0.55, 0.25, -0.15, 0.35]
+    """
+    v = _finite_vector(f, "norm")
+    return v + (1.0 - v.sum()) / len(v)
+
+
+def norm_mul(f: np.ndarray) -> np.ndarray:
+    """Norm-Mul: f′ = γ·max(f̂, 0), γ making Σf′ = 1 (Wang et al. 2020; the "clip and
+    renormalize" of multi-freq-ldpy's MI helper). If no estimate is positive, the uniform
+    distribution (the authors' code would divide by 0).
+
+    >>> (norm_mul(np.array([0.6, 0.3, -0.1, 0.4])) * 13).round(12).tolist()
+    [6.0, 3.0, 0.0, 4.0]
+    """
+    pos = base_pos(f)
+    total = pos.sum()
+    return pos / total if total > 0 else np.full(len(pos), 1.0 / len(pos))
+
+
+def norm_cut(f: np.ndarray) -> np.ndarray:
+    """Norm-Cut (Wang et al. 2020), as in the authors' code (vvv214/LDP_Protocols,
+    post-process/norm_cut.py): negatives become 0; then, largest first, estimates are kept until
+    their running total first exceeds 1 (the crossing one kept), the smaller ones become 0, and
+    the kept ones are rescaled to sum to 1. If the positive total never exceeds 1, every positive
+    estimate is kept and rescaled (Norm-Mul). (verify) The reference notes that the paper's prose
+    may differ from the code in the rescale step; its text was not available to us. The authors'
+    code rescales negatives too in the never-exceeds branch; we zero them first (a distribution).
+
+    >>> (norm_cut(np.array([0.6, 0.5, 0.2, -0.3])) * 11).round(12).tolist()
+    [6.0, 5.0, 0.0, 0.0]
+    """
+    pos = base_pos(f)
+    order = np.argsort(-pos, kind="stable")  # largest first; ties: the lower category
+    running = np.cumsum(pos[order])
+    crossing = np.flatnonzero(running > 1.0)
+    kept = np.zeros(len(pos), dtype=bool)
+    kept[order[: crossing[0] + 1] if len(crossing) else order] = True
+    out = np.where(kept, pos, 0.0)
+    total = out.sum()
+    return out / total if total > 0 else np.full(len(pos), 1.0 / len(pos))
+
+
+def norm_sub(f: np.ndarray) -> np.ndarray:
+    """Norm-Sub (Wang et al. 2020): f′ = max(f̂ + δ, 0), the scalar δ making Σf′ = 1. It is the
+    Euclidean projection onto the simplex, ``project_simplex`` (module docstring), which this calls.
+
+    >>> norm_sub(np.array([0.6, 0.5, 0.2, -0.3])).round(12).tolist()
+    [0.5, 0.4, 0.1, 0.0]
+    """
+    return project_simplex(_finite_vector(f, "norm_sub"))
+
+
+# --- the registry ---
+
+
+@dataclass(frozen=True)
+class EstimatorSpec:
+    """One estimator: its name, what it computes from (MI estimate f̂, support probabilities p*, q*),
+    whether its output is a distribution (non-negative, sums to 1) and whether it is unbiased."""
+
+    name: str
+    compute: Callable[[np.ndarray, float | Fraction, float | Fraction], np.ndarray]
+    consistent: bool
+    unbiased: bool
+    summary: str
+
+
+def _ibu_from_mi(f: np.ndarray, p: float | Fraction, q: float | Fraction) -> np.ndarray:
+    return ibu(observed_distribution(f, p, q), symmetric_channel(p, q, len(f)))
+
+
+def _mle_from_mi(f: np.ndarray, p: float | Fraction, q: float | Fraction) -> np.ndarray:
+    return mle_symmetric(observed_distribution(f, p, q), symmetric_channel(p, q, len(f)))
+
+
+def _only(post: Callable[[np.ndarray], np.ndarray]) -> Callable[[np.ndarray, float | Fraction, float | Fraction], np.ndarray]:
+    def compute(f: np.ndarray, p: float | Fraction, q: float | Fraction) -> np.ndarray:
+        return post(f)
+
+    compute.__name__ = post.__name__
+    return compute
+
+
+ESTIMATORS: dict[str, EstimatorSpec] = {
+    s.name: s
+    for s in (
+        EstimatorSpec("mi", _only(lambda f: np.asarray(f, dtype=np.float64)), False, True, "matrix inversion: unbiased, may be negative"),
+        EstimatorSpec("ibu", _ibu_from_mi, True, False, "Iterative Bayesian Update (EM), tol 1e-12, ≤ 10 000 iterations"),
+        EstimatorSpec("mle", _mle_from_mi, True, False, "closed-form MLE of the symmetric channel"),
+        EstimatorSpec("base_pos", _only(base_pos), False, False, "negatives to 0"),
+        EstimatorSpec("norm", _only(norm), False, True, "additive shift to sum 1 (may stay negative)"),
+        EstimatorSpec("norm_mul", _only(norm_mul), True, False, "negatives to 0, then rescale to sum 1"),
+        EstimatorSpec("norm_cut", _only(norm_cut), True, False, "keep the largest until the total passes 1, rescale"),
+        EstimatorSpec("norm_sub", _only(norm_sub), True, False, "subtract a constant and clip at 0: the simplex projection"),
+    )
+}
+
+
+def estimator_spec(name: str) -> EstimatorSpec:
+    """The registered estimator called ``name``; ParameterError naming the allowed ones."""
+    if not isinstance(name, str) or name not in ESTIMATORS:
+        raise ParameterError(f"estimator must be one of {', '.join(ESTIMATORS)}, got {name!r}")
+    return ESTIMATORS[name]
+
+
+def estimate(name: str, f_mi: np.ndarray, p_star: float | Fraction, q_star: float | Fraction) -> np.ndarray:
+    """Estimator ``name`` applied to the MI estimate f̂ of an oracle with support probabilities
+    (p*, q*). ``"mi"`` returns f̂ itself (the same bits)."""
+    spec = estimator_spec(name)
+    f = np.asarray(f_mi, dtype=np.float64)
+    return f if name == "mi" else spec.compute(f, p_star, q_star)
+
+
+def estimate_frequencies(R: Randomizer, reports: np.ndarray, estimator: str = "mi") -> np.ndarray:
+    """The frequencies of a frequency oracle's (or ``kary_rr``'s) reports by the named estimator:
+    the MI estimate ``frequency_estimates(R, reports)``, then ``estimate``.
+
+    Examples
+    --------
+    >>> import ldp
+    >>> from ldp.core.rng import RandomSource
+    >>> rr = ldp.KaryRandomizedResponse(1.0, (0, 1, 2, 3))
+    >>> inputs = np.repeat([0.0, 1.0, 2.0, 3.0], [6000, 3000, 1000, 0])
+    >>> reports = rr.sample(inputs, RandomSource(0).for_request("demo", 0, np.arange(10_000)))
+    >>> f = estimate_frequencies(rr, reports, "mle")
+    >>> bool(f.min() >= 0 and abs(f.sum() - 1) < 1e-12 and np.abs(f - [0.6, 0.3, 0.1, 0]).max() < 0.05)
+    True
+    """
+    spec = estimator_spec(estimator)  # refuse an unknown name before any work
+    f = frequency_estimates(R, reports)
+    if spec.name == "mi":
+        return f
+    p_star, q_star = support_probabilities(R)
+    return estimate(spec.name, f, p_star, q_star)
+
+
+# --- checks ---
+
+
+def _finite_vector(f: np.ndarray, what: str) -> np.ndarray:
+    v = np.asarray(f, dtype=np.float64)
+    if v.ndim != 1 or v.size == 0 or not np.isfinite(v).all():
+        raise ParameterError(f"{what}: needs a non-empty 1-d vector of finite estimates, got shape {v.shape}")
+    return v
+
+
+def _distribution(o: np.ndarray, what: str) -> np.ndarray:
+    v = _finite_vector(o, what)
+    if (v < 0).any() or abs(v.sum() - 1.0) > 1e-9:
+        raise ParameterError(f"{what} must be a distribution (non-negative, summing to 1), got sum {v.sum():.6g}, min {v.min():.3g}")
+    return v

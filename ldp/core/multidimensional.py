@@ -1,0 +1,779 @@
+"""Multidimensional frequency estimation: SPL, SMP and RS+FD over records of d categorical
+attributes, built on the exact frequency oracles (``kary_rr``, ``oue``, ``sue``, ``olh``).
+
+A record is x = (x_1, …, x_d), attribute j taking one of k_j categories. Sources: Arcolezi,
+Couchot, Al Bouna & Xiao, "Random Sampling Plus Fake Data: Multidimensional Frequency Estimates
+With Local Differential Privacy", ACM CIKM 2021 (arXiv 2109.07269), for RS+FD and its baselines;
+Wang et al., ICDE 2019, and Nguyên et al. 2016 for SMP. docs/multidimensional.md says which to pick.
+
+Protocols (``epsilon`` is always the loss of the **whole record**: what a ledger charges):
+
+- ``SplitBudget`` (SPL): every attribute through its oracle at ε_j = ε/d (the largest double
+  with d·ε_j ≤ ε exactly), all d reports sent.
+- ``SampleOne`` (SMP): the user draws j uniformly on its own draw 0 and sends (j, R_j(x_j)) at
+  the full ε. j is disclosed.
+- ``RandomSamplingFakeData`` (RS+FD, variants ``grr``, ``oue-z``, ``oue-r``): the user draws j on
+  its own draw 0; attribute j is sent through the oracle at the inner budget ε_in, every other
+  attribute l carries fake data drawn without looking at the record (``grr``: a uniform category;
+  ``oue-z``: OUE of the all-zero vector, each bit 1 w.p. q*; ``oue-r``: OUE of a uniform
+  category). d values are sent, no index.
+
+The sampled attribute's index is ⌊X·d/2^64⌋ of the user's draw 0 (exact 64×32-bit multiply-high,
+``uniform_index``): cell j has ⌈(j+1)2^64/d⌉ − ⌈j·2^64/d⌉ draws, so π_j = that/2^64 exactly
+(1/d up to 2^-64); the estimators use the realized π_j, φ, p*, q*. No argument of ``sample``
+names the index: the aggregator cannot choose it.
+
+Privacy, per whole record (proof sketches; ``RecordChannel`` + ``ldp.core.audit.verify_exact``
+check each exactly by enumerating the realized channel at small k and d):
+
+- SPL. Attribute j's report uses its own draws, so Pr[w|x] = Π_j Pr_j[w_j|x_j] and the record's
+  loss is Σ_j loss_j ≤ Σ_j ε_j ≤ ε (each oracle's realized loss ≤ its ε_j, its own exact audit;
+  Σ ε_j ≤ ε in exact rationals, ``attribute_epsilons``). Tight: x, x′ differing everywhere.
+- SMP. Pr[(j, w)|x] = π_j·Pr_j[w|x_j], π_j independent of x, so the ratio for x, x′ is
+  Pr_j[w|x_j]/Pr_j[w|x′_j] ≤ e^{ε}: ε-LDP. Not protected: which attribute was sent.
+- RS+FD. With r_j(y_j|x_j) = Pr_j[y_j|x_j]/F_j(y_j) (F_j the fake law, data-independent),
+  Pr[y|x] = (Π_l F_l(y_l))·Σ_j π_j r_j(y_j|x_j), so
+  Pr[y|x]/Pr[y|x′] = Σ_j π_j r_j(y_j|x_j) / Σ_j π_j r_j(y_j|x′_j) ≤ max_j Pr_j[y_j|x_j]/Pr_j[y_j|x′_j] ≤ e^{ε_in}:
+  the record's loss is at most ε_in, **and exactly ε_in** for GRR and OUE-z when x and x′ differ
+  in every attribute (y_j = x_j ≠ x′_j for every j: each term has ratio p/q, resp. the bit
+  ratio). So ``RandomSamplingFakeData(epsilon=ε)`` uses ε_in = ε.
+  *The paper's amplified budget (verify, settled here).* The paper runs the sampled attribute at
+  ε′ = ln(d(e^ε − 1) + 1) (``amplified_epsilon``) and states ε-LDP. Enumeration shows what that
+  means: for records differing in **one** attribute j, equal k, the worst ratio is
+  (r⁺ + (d−1) r⁻)/(d r⁻) = (e^{ε′} + d − 1)/d = e^ε (the paper's bound); for whole records it is
+  e^{ε′} > e^ε; and with unequal k_j even the one-attribute loss of RS+FD[GRR] exceeds ε
+  (tests/core/test_multidimensional.py). ``RandomSamplingFakeData.paper(ε, …)`` builds the paper's
+  parameters with ``epsilon`` = ε′, the honest whole-record charge; ``attribute_epsilon`` is the
+  paper's ε.
+
+Estimators (unbiased per attribute, exact variance for a fixed population):
+
+- SPL: each oracle's f̂ = (C/n − q*)/(p* − q*) at ε_j (``frequency_estimates``), its exact
+  variance (``frequency_variance``).
+- SMP: the same over the n_j users who sent j; unbiased given n_j > 0, and
+  Var[f̂ | n_j] = V_FO(f, n_j) + f(1 − f)(n − n_j)/(n_j(n − 1)) (the FO noise plus the
+  hypergeometric noise of which users were sampled).
+- RS+FD: E[C_v/n] = π_j(q* + (p* − q*)f_v) + (1 − π_j)φ_v with φ_v the fake's support
+  probability of v (grr: its uniform cell mass u_v; oue-z: q*; oue-r: u_v p* + (1 − u_v) q*), so
+  f̂_v = (C_v/n − π_j q* − (1 − π_j)φ_v)/(π_j(p* − q*)); at π_j = 1/d, u_v = 1/k it is the paper's
+  [dkC/n − (d−1) − qk]/[k(p−q)] (GRR), d(C/n − q)/(p−q) (OUE-z),
+  [dkC/n − qk − (d−1)(qk + p − q)]/[k(p−q)] (OUE-r) (checked in the tests). Each user's support
+  indicator is Bernoulli(s_1) or Bernoulli(s_0), s_b = π_j(q* + b(p* − q*)) + (1 − π_j)φ_v,
+  independently, so Var f̂_v = [f s_1(1 − s_1) + (1 − f) s_0(1 − s_0)]/(n π_j² (p* − q*)²).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from functools import cached_property
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ldp.core.audit_structure import enumerated
+from ldp.core.errors import ParameterError, require_epsilon
+from ldp.core.frequency_oracles import (
+    FrequencyOracle,
+    OptimizedLocalHashing,
+    OptimizedUnaryEncoding,
+    SymmetricUnaryEncoding,
+    UnaryEncoding,
+    frequency_estimates,
+    frequency_variance,
+    support_probabilities,
+)
+from ldp.core.randomizer_base import TWO64, Randomizer, uniform_index, uniform_index_masses, uniform_index_starts
+from ldp.core.rng import MAX_DRAWS, Draws, UserRandomness
+from ldp.core.rr_mechanisms import KaryRandomizedResponse, category_counts
+
+__all__ = [
+    "ORACLES",
+    "RSFD_VARIANTS",
+    "MultiReports",
+    "MultidimensionalProtocol",
+    "DrawBlock",
+    "draws_used",
+    "SplitBudget",
+    "SampleOne",
+    "RandomSamplingFakeData",
+    "RecordChannel",
+    "amplified_epsilon",
+    "attribute_epsilon",
+    "build_oracle",
+    "one_attribute_loss",
+]
+
+ORACLES = ("grr", "oue", "sue", "olh")
+RSFD_VARIANTS = ("grr", "oue-z", "oue-r")
+_MAX_AUDIT_CELLS = 1 << 16  # RecordChannel: inputs × outputs of the enumerated table
+
+
+# --- exact helpers ---
+
+
+def amplified_epsilon(epsilon: float, d: int) -> float:
+    """ε′ = ln(d(e^ε − 1) + 1): the inner budget the RS+FD paper gives the sampled attribute
+    (Arcolezi et al. 2021, §4). It is the record's loss, not ε (module docstring).
+
+    >>> round(amplified_epsilon(1.0, 2), 3), round(amplified_epsilon(1.0, 10), 3)
+    (1.49, 2.9)
+    """
+    return math.log1p(d * math.expm1(epsilon))
+
+
+def attribute_epsilon(inner: float, d: int) -> float:
+    """ln(1 + (e^{ε_in} − 1)/d): the paper's guarantee for records differing in one attribute
+    (equal k_j), the inverse of ``amplified_epsilon``."""
+    return math.log1p(math.expm1(inner) / d)
+
+
+def build_oracle(kind: str, epsilon: float, categories: Sequence[float]) -> Randomizer:
+    """The frequency oracle ``kind`` ∈ ``ORACLES`` ('grr' is ``kary_rr``) at ε over the categories."""
+    cats = tuple(float(c) for c in categories)
+    if kind == "grr":
+        return KaryRandomizedResponse(epsilon, cats)
+    if kind == "oue":
+        return OptimizedUnaryEncoding(epsilon, cats)
+    if kind == "sue":
+        return SymmetricUnaryEncoding(epsilon, cats)
+    if kind == "olh":
+        return OptimizedLocalHashing(epsilon, cats)
+    raise ParameterError(f"multidimensional: oracle must be one of {list(ORACLES)}, got {kind!r}")
+
+
+def draws_used(R: Randomizer) -> int:
+    """How many draw indices (0, 1, …) R's sampler reads per report."""
+    if isinstance(R, UnaryEncoding):
+        return -(-R.k // (64 // R.chunk_bits))
+    if isinstance(R, OptimizedLocalHashing):
+        return R.l + 1
+    if isinstance(R, KaryRandomizedResponse):
+        return 1
+    raise ParameterError(f"multidimensional: no draw count for {type(R).__name__}")
+
+
+class DrawBlock:
+    """Draws ``base``, ``base + 1``, … of every user's randomness, for the users in ``rows``
+    (all when None): an attribute's own block of draws. The values are the users' own; only the
+    draw index moves (``bits(i)`` is the record randomness's ``bits(base + i)``)."""
+
+    def __init__(self, randomness: Draws, base: int, rows: np.ndarray | None = None) -> None:
+        self.base = base
+        self.rows = rows
+        if rows is not None and isinstance(randomness, UserRandomness):
+            # compute only the selected users' draws (the same words: a draw is a function of
+            # (key, user, counter, index), not of who else is in the batch)
+            counters = randomness.counters
+            randomness = UserRandomness(randomness.key, randomness.users[rows], counters if np.ndim(counters) == 0 else np.asarray(counters)[rows])
+            self.rows = None
+        self.inner = randomness
+
+    @property
+    def users(self) -> np.ndarray:
+        users = self.inner.users
+        return users if self.rows is None else users[self.rows]
+
+    def bits(self, draw: int = 0) -> np.ndarray:
+        b = self.inner.bits(self.base + draw)
+        return b if self.rows is None else b[self.rows]
+
+    def uniform(self, draw: int = 0) -> np.ndarray:
+        u = self.inner.uniform(self.base + draw)
+        return u if self.rows is None else u[self.rows]
+
+
+@dataclass(frozen=True)
+class MultiReports:
+    """What the users send. ``columns[j]``: attribute j's reports in its oracle's format, one per
+    user (SPL, RS+FD) or one per user who sampled j, in user order (SMP); ``sampled``: SMP's
+    disclosed index of each user (None otherwise); ``n``: the number of users."""
+
+    columns: tuple[np.ndarray, ...]
+    n: int
+    sampled: np.ndarray | None = None
+
+
+# --- the protocols ---
+
+
+@dataclass(frozen=True)
+class _Protocol:
+    epsilon: float
+    attributes: tuple[tuple[float, ...], ...]
+    kind: ClassVar[str] = "multidimensional"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "epsilon", require_epsilon(self.epsilon))
+        attrs = tuple(tuple(sorted(float(c) for c in a)) for a in self.attributes)
+        if len(attrs) < 2:
+            raise ParameterError(f"{self.kind}: needs d ≥ 2 attributes, got d={len(attrs)}")
+        object.__setattr__(self, "attributes", attrs)
+
+    @property
+    def d(self) -> int:
+        return len(self.attributes)
+
+    @property
+    def ks(self) -> tuple[int, ...]:
+        return tuple(len(a) for a in self.attributes)
+
+    def check_records(self, records: np.ndarray) -> np.ndarray:
+        """Records as an (n, d) float array, every value one of its attribute's categories."""
+        x = np.asarray(records, dtype=np.float64)
+        if x.ndim != 2 or x.shape[1] != self.d:
+            raise ParameterError(f"{self.kind}: records must be an (n, {self.d}) array, got shape {x.shape}")
+        for j, cats in enumerate(self.attributes):
+            ok = np.isin(x[:, j], np.asarray(cats))
+            if not ok.all():
+                raise ParameterError(f"{self.kind}: attribute {j} value {x[~ok, j][0].item()!r} is not one of its categories {cats[:8]}")
+        return x
+
+    def _index_masses(self) -> list[int]:
+        return uniform_index_masses(self.d)
+
+
+@dataclass(frozen=True)
+class SplitBudget(_Protocol):
+    """SPL: every attribute through ``oracle`` at ε/d, all d reports sent (module docstring).
+
+    >>> spl = SplitBudget(1.0, ((0, 1), (0, 1, 2)))
+    >>> [round(e, 6) for e in spl.attribute_epsilons()], sum(map(Fraction, spl.attribute_epsilons())) <= 1
+    ([0.5, 0.5], True)
+    """
+
+    oracle: str = "grr"
+    kind: ClassVar[str] = "spl"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.oracles  # noqa: B018  (validates)
+        if sum(draws_used(R) for R in self.oracles) > MAX_DRAWS:
+            raise ParameterError(f"spl: the record needs more than {MAX_DRAWS} draws; use fewer or smaller attributes")
+
+    def attribute_epsilons(self) -> list[float]:
+        """ε_j: the largest double with d·ε_j ≤ ε in exact rationals (the float ε/d may round up)."""
+        e = self.epsilon / self.d
+        if Fraction(e) * self.d > Fraction(self.epsilon):
+            e = float(np.nextafter(e, 0.0))
+        return [e] * self.d
+
+    @cached_property
+    def oracles(self) -> tuple[Randomizer, ...]:
+        return tuple(build_oracle(self.oracle, e, cats) for e, cats in zip(self.attribute_epsilons(), self.attributes))
+
+    @cached_property
+    def bases(self) -> list[int]:
+        """The first draw of each attribute's block."""
+        out, at = [], 0
+        for R in self.oracles:
+            out.append(at)
+            at += draws_used(R)
+        return out
+
+    def sample(self, records: np.ndarray, randomness: Draws) -> MultiReports:
+        x = self.check_records(records)
+        cols = tuple(R.sample(x[:, j], DrawBlock(randomness, b)) for j, (R, b) in enumerate(zip(self.oracles, self.bases)))
+        return MultiReports(cols, len(x))
+
+    def frequencies(self, reports: MultiReports) -> list[np.ndarray]:
+        """Unbiased f̂ per attribute (each oracle's estimator at its ε_j)."""
+        return [frequency_estimates(R, c) for R, c in zip(self.oracles, reports.columns)]
+
+    def frequency_variance(self, f: Sequence[np.ndarray], n: int) -> list[np.ndarray]:
+        """The exact variance of each f̂_j for n users at true frequencies f_j."""
+        return [frequency_variance(R, fj, n) for R, fj in zip(self.oracles, f)]
+
+
+@dataclass(frozen=True)
+class SampleOne(_Protocol):
+    """SMP: each user draws j (its draw 0) and sends (j, R_j(x_j)) at the full ε."""
+
+    oracle: str = "grr"
+    kind: ClassVar[str] = "smp"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.oracles  # noqa: B018  (validates)
+        if 1 + sum(draws_used(R) for R in self.oracles) > MAX_DRAWS:
+            raise ParameterError(f"smp: the record needs more than {MAX_DRAWS} draws; use fewer or smaller attributes")
+
+    @cached_property
+    def oracles(self) -> tuple[Randomizer, ...]:
+        return tuple(build_oracle(self.oracle, self.epsilon, cats) for cats in self.attributes)
+
+    @cached_property
+    def bases(self) -> list[int]:
+        """The first draw of each attribute's block; draw 0 is the sampled index."""
+        out, at = [], 1  # draw 0: the sampled index
+        for R in self.oracles:
+            out.append(at)
+            at += draws_used(R)
+        return out
+
+    def sampled_index(self, randomness: Draws) -> np.ndarray:
+        """Each user's own attribute index, from its draw 0."""
+        return uniform_index(randomness.bits(0), self.d)
+
+    def sample(self, records: np.ndarray, randomness: Draws) -> MultiReports:
+        x = self.check_records(records)
+        j = self.sampled_index(randomness)
+        cols = []
+        for a, (R, b) in enumerate(zip(self.oracles, self.bases)):
+            rows = np.flatnonzero(j == a)
+            cols.append(R.sample(x[rows, a], DrawBlock(randomness, b, rows)))
+        return MultiReports(tuple(cols), len(x), j)
+
+    def frequencies(self, reports: MultiReports) -> list[np.ndarray]:
+        """Unbiased f̂ per attribute from the n_j users who sent it (needs n_j ≥ 1)."""
+        empty = [a for a, c in enumerate(reports.columns) if len(c) == 0]
+        if empty:
+            raise ParameterError(f"smp: no user sent attribute {empty[0]} (n_j = 0); collect from more users")
+        return [frequency_estimates(R, c) for R, c in zip(self.oracles, reports.columns)]
+
+    def frequency_variance(self, f: Sequence[np.ndarray], counts: Sequence[int], n: int) -> list[np.ndarray]:
+        """Var[f̂_j | n_j] = V_FO(f_j, n_j) + f_j(1 − f_j)(n − n_j)/(n_j(n − 1)), ``counts`` = n_j."""
+        out = []
+        for R, fj, m in zip(self.oracles, f, counts):
+            fj = np.asarray(fj, dtype=np.float64)
+            out.append(frequency_variance(R, fj, m) + fj * (1 - fj) * (n - m) / (m * max(n - 1, 1)))
+        return out
+
+
+@dataclass(frozen=True)
+class RandomSamplingFakeData(_Protocol):
+    """RS+FD (Arcolezi et al. 2021): attribute j (the user's draw 0) through GRR or OUE at
+    ``epsilon``, every other attribute fake data; ``variant`` ∈ ``RSFD_VARIANTS``.
+
+    ``epsilon`` is the sampled attribute's budget and the whole record's exact loss (module
+    docstring); ``paper`` builds the paper's amplified parameters.
+
+    >>> rs = RandomSamplingFakeData.paper(1.0, ((0, 1), (0, 1)), "grr")
+    >>> round(rs.epsilon, 4), round(rs.attribute_epsilon, 4)  # charged, the paper's ε
+    (1.4899, 1.0)
+    """
+
+    variant: str = "grr"
+    kind: ClassVar[str] = "rs+fd"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.variant not in RSFD_VARIANTS:
+            raise ParameterError(f"rs+fd: variant must be one of {list(RSFD_VARIANTS)}, got {self.variant!r}")
+        for R, F in zip(self.oracles, self.fake_oracles):
+            if isinstance(F, UnaryEncoding) and F.thresholds[1] != R.thresholds[1]:  # type: ignore[attr-defined]
+                raise ParameterError("rs+fd: the OUE-z fake's bit law differs from the oracle's q*")  # pragma: no cover - same ε, same grid
+        if self.bases[-1][1] + self._fake_draws(self.d - 1) > MAX_DRAWS:
+            raise ParameterError(f"rs+fd: the record needs more than {MAX_DRAWS} draws; use fewer or smaller attributes")
+
+    @classmethod
+    def paper(cls, epsilon: float, attributes: Sequence[Sequence[float]], variant: str = "grr") -> RandomSamplingFakeData:
+        """The paper's RS+FD for its ε: the sampled attribute at ε′ = ``amplified_epsilon``(ε, d),
+        which is also this object's ``epsilon``: the whole record's loss, what is charged."""
+        attrs = tuple(tuple(a) for a in attributes)
+        return cls(amplified_epsilon(require_epsilon(epsilon), len(attrs)), attrs, variant)
+
+    @property
+    def attribute_epsilon(self) -> float:
+        """The paper's per-attribute ε (records differing in one attribute, equal k_j)."""
+        return attribute_epsilon(self.epsilon, self.d)
+
+    @cached_property
+    def oracles(self) -> tuple[Randomizer, ...]:
+        kind = "grr" if self.variant == "grr" else "oue"
+        return tuple(build_oracle(kind, self.epsilon, cats) for cats in self.attributes)
+
+    @cached_property
+    def fake_oracles(self) -> tuple[Randomizer | None, ...]:
+        """The OUE that draws the fake bits: OUE-z's over k + 1 categories (its input is the extra
+        one, whose bit is dropped: every kept bit is 1 w.p. q*), OUE-r's the oracle itself."""
+        if self.variant == "grr":
+            return (None,) * self.d
+        if self.variant == "oue-r":
+            return self.oracles
+        return tuple(OptimizedUnaryEncoding(self.epsilon, cats + (cats[-1] + 1.0,)) for cats in self.attributes)
+
+    def _fake_draws(self, a: int) -> int:
+        F = self.fake_oracles[a]
+        return (0 if F is None else draws_used(F)) + (0 if self.variant == "oue-z" else 1)
+
+    @cached_property
+    def bases(self) -> list[tuple[int, int]]:
+        """(first real draw, first fake draw) of each attribute; draw 0 is the sampled index."""
+        out, at = [], 1
+        for a, R in enumerate(self.oracles):
+            out.append((at, at + draws_used(R)))
+            at += draws_used(R) + self._fake_draws(a)
+        return out
+
+    def sampled_index(self, randomness: Draws) -> np.ndarray:
+        """Each user's own attribute index, from its draw 0 (never sent)."""
+        return uniform_index(randomness.bits(0), self.d)
+
+    def fake(self, a: int, x: np.ndarray, randomness: Draws) -> np.ndarray:
+        """Attribute a's fake reports for the users of ``randomness`` (a ``DrawBlock`` at a's
+        fake draws). ``x`` is their true value of a, passed only so that a broken variant can be
+        written and caught (the tests): the fake never reads it."""
+        cats = np.asarray(self.attributes[a])
+        k = len(cats)
+        if self.variant == "grr":
+            return cats[uniform_index(randomness.bits(0), k)]
+        F = self.fake_oracles[a]
+        assert isinstance(F, UnaryEncoding)
+        if self.variant == "oue-r":
+            return F.sample(cats[uniform_index(randomness.bits(0), k)], DrawBlock(randomness, 1))
+        packed = F.sample(np.full(len(randomness.users), float(F.categories[-1])), randomness)
+        out = packed[:, : (k + 7) // 8].copy()
+        if k % 8:
+            out[:, -1] &= np.uint8((0xFF << (8 - k % 8)) & 0xFF)  # drop the extra category's bit
+        return out
+
+    def sample(self, records: np.ndarray, randomness: Draws) -> MultiReports:
+        x = self.check_records(records)
+        j = self.sampled_index(randomness)
+        cols = []
+        for a, (R, (b_real, b_fake)) in enumerate(zip(self.oracles, self.bases)):
+            real, fake = np.flatnonzero(j == a), np.flatnonzero(j != a)
+            got_real = R.sample(x[real, a], DrawBlock(randomness, b_real, real))
+            got_fake = self.fake(a, x[fake, a], DrawBlock(randomness, b_fake, fake))
+            col = np.empty((len(x),) + got_real.shape[1:], dtype=got_real.dtype)
+            col[real], col[fake] = got_real, got_fake
+            cols.append(col)
+        return MultiReports(tuple(cols), len(x))
+
+    # --- the estimator ---
+
+    def index_probability(self, a: int) -> Fraction:
+        """π_a: the realized probability that a user samples attribute a."""
+        return Fraction(self._index_masses()[a], TWO64)
+
+    def fake_support(self, a: int) -> np.ndarray:
+        """φ_v: the probability that attribute a's fake report supports each category, exactly
+        realized (grr: its uniform cell mass; oue-z: q*; oue-r: u_v p* + (1 − u_v) q*)."""
+        p, q = support_probabilities(self.oracles[a])
+        u = [Fraction(m, TWO64) for m in uniform_index_masses(self.ks[a])]
+        if self.variant == "grr":
+            return np.array([float(x) for x in u])
+        if self.variant == "oue-z":
+            return np.full(self.ks[a], float(q))
+        return np.array([float(x * p + (1 - x) * q) for x in u])
+
+    def support_counts(self, a: int, column: np.ndarray) -> np.ndarray:
+        """C_v: how many of attribute a's reports support each category."""
+        R = self.oracles[a]
+        if isinstance(R, FrequencyOracle):
+            return R.support_counts(column)
+        return category_counts(np.asarray(column), self.attributes[a])
+
+    def frequencies(self, reports: MultiReports) -> list[np.ndarray]:
+        """Unbiased f̂_v = (C_v/n − π q* − (1 − π)φ_v)/(π(p* − q*)) per attribute (module docstring)."""
+        n = reports.n
+        if n == 0:
+            raise ParameterError("rs+fd: no reports to estimate from")
+        out = []
+        for a, col in enumerate(reports.columns):
+            p, q = (float(v) for v in support_probabilities(self.oracles[a]))
+            pi = float(self.index_probability(a))
+            out.append((self.support_counts(a, col) / n - pi * q - (1 - pi) * self.fake_support(a)) / (pi * (p - q)))
+        return out
+
+    def frequency_variance(self, f: Sequence[np.ndarray], n: int) -> list[np.ndarray]:
+        """Var f̂_v = [f s_1(1 − s_1) + (1 − f) s_0(1 − s_0)]/(n π² (p* − q*)²), exactly, for a
+        fixed population of n users at true frequencies f (module docstring)."""
+        out = []
+        for a, fa in enumerate(f):
+            p, q = (float(v) for v in support_probabilities(self.oracles[a]))
+            pi = float(self.index_probability(a))
+            phi = self.fake_support(a)
+            s1, s0 = pi * p + (1 - pi) * phi, pi * q + (1 - pi) * phi
+            fa = np.asarray(fa, dtype=np.float64)
+            out.append((fa * s1 * (1 - s1) + (1 - fa) * s0 * (1 - s0)) / (n * pi**2 * (p - q) ** 2))
+        return out
+
+
+MultidimensionalProtocol = SplitBudget | SampleOne | RandomSamplingFakeData
+
+
+# --- the exact audit over whole records (small k and d) ---
+
+
+def _attribute_table(R: Randomizer) -> tuple[list[bytes], list[list[Fraction]]]:
+    """R's report alphabet (each report row as bytes, in enumeration order) and its realized
+    Pr[w | category] as Fractions, from R's own realized integer masses."""
+    if isinstance(R, KaryRandomizedResponse):
+        cats = np.asarray(R.categories)
+        outputs, masses, den = R.realized(cats)
+        keys = [np.asarray([v]).tobytes() for v in outputs]
+    elif isinstance(R, UnaryEncoding):
+        E = enumerated(R)
+        _, masses, den = E.realized(np.asarray(R.categories))
+        ints = np.arange(1 << R.k, dtype=np.int64)
+        rows = np.packbits(((ints[:, None] >> np.arange(R.k)[None, :]) & 1).astype(bool), axis=1)
+        keys = [r.tobytes() for r in rows]
+    else:
+        raise ParameterError(f"RecordChannel enumerates grr, oue and sue attributes, not {type(R).__name__}")
+    return keys, [[Fraction(int(m), den) for m in row] for row in masses]
+
+
+def _report_key(R: Randomizer, row: np.ndarray) -> bytes:
+    if isinstance(R, KaryRandomizedResponse):
+        return np.asarray([float(row)]).tobytes()
+    return np.asarray(row, dtype=np.uint8).tobytes()
+
+
+class _Layout:
+    """The randomness a protocol reads, presented to ``verify_exact`` as one virtual draw per
+    independent integer: a GRR or index draw is itself; a unary encoding's word is c chunks, and
+    chunk i of its word w is virtual draw ``chunks[(w, i)]`` (the top b bits of it), so that
+    every virtual draw's cells are intervals (as ``ldp.core.audit_structure`` does for one
+    oracle). ``starts[v](x)``: virtual draw v's cell starts for record x."""
+
+    def __init__(self) -> None:
+        self.direct: dict[int, int] = {}  # real draw -> virtual draw
+        self.chunked: dict[int, tuple[int, list[int]]] = {}  # real draw -> (b, virtual draws of its chunks)
+        self.starts: list[Any] = []
+
+    def add(self, starts: Any) -> int:
+        self.starts.append(starts)
+        return len(self.starts) - 1
+
+
+class _VirtualDraws:
+    """A Draws whose real draw d is assembled from the audit's virtual draws (``_Layout``)."""
+
+    def __init__(self, layout: _Layout, virtual: Draws) -> None:
+        self.layout, self.virtual = layout, virtual
+        self.users = virtual.users
+
+    def bits(self, draw: int = 0) -> np.ndarray:
+        if draw in self.layout.direct:
+            return self.virtual.bits(self.layout.direct[draw])
+        b, chunks = self.layout.chunked[draw]
+        out = np.zeros(len(self.users), dtype=np.uint64)
+        for i, v in enumerate(chunks):
+            out |= (self.virtual.bits(v) >> np.uint64(64 - b)) << np.uint64(b * i)
+        return out
+
+    def uniform(self, draw: int = 0) -> np.ndarray:  # pragma: no cover - the samplers read bits only
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class RecordChannel(Randomizer):
+    """A protocol seen by ``ldp.core.audit.verify_exact`` over whole records: input i is the
+    i-th record of the product of the attributes' categories, output j the j-th whole report
+    (SPL, RS+FD: a tuple of d reports; SMP: (attribute, report)). ``realized`` is the channel
+    composed from each oracle's own realized masses by the module docstring's formulas (the
+    proof); ``draw_cells`` and ``sample`` feed the protocol's **real sampler** every cell of
+    every draw, so ``verify_exact`` checks that the sampler emits that channel, and computes the
+    whole record's exact worst ratio against e^ε. Small k and d only (≤ 2^16 table cells).
+    """
+
+    protocol: Any
+    kind: ClassVar[str] = "record channel"
+
+    def __post_init__(self) -> None:
+        if len(self.records) * len(self.report_keys) > _MAX_AUDIT_CELLS:
+            raise ParameterError(f"RecordChannel: {len(self.records)} records × {len(self.report_keys)} reports is too many to enumerate")
+
+    @property
+    def epsilon(self) -> float:  # type: ignore[override]
+        return float(self.protocol.epsilon)
+
+    # the enumeration
+
+    @cached_property
+    def records(self) -> np.ndarray:
+        """Every record, in input order (the product of the attributes' categories)."""
+        grids = np.meshgrid(*[np.asarray(c) for c in self.protocol.attributes], indexing="ij")
+        return np.stack([g.ravel() for g in grids], axis=1)
+
+    def _reals(self) -> tuple[Randomizer, ...]:
+        return tuple(self.protocol.oracles)
+
+    @cached_property
+    def tables(self) -> list[tuple[list[bytes], list[list[Fraction]]]]:
+        """Per attribute: its report alphabet and realized Pr[w | category]."""
+        return [_attribute_table(R) for R in self._reals()]
+
+    def _fake_laws(self) -> list[list[Fraction]]:
+        P = self.protocol
+        out = []
+        for a, (keys, table) in enumerate(self.tables):
+            u = [Fraction(m, TWO64) for m in uniform_index_masses(P.ks[a])]
+            if P.variant == "grr":
+                out.append(u)
+            elif P.variant == "oue-r":
+                out.append([sum((u[c] * table[c][w] for c in range(len(u))), Fraction(0)) for w in range(len(keys))])
+            else:
+                R = self._reals()[a]
+                assert isinstance(R, UnaryEncoding)
+                q = R.bit_probabilities()[1]
+                out.append([q ** bin(w).count("1") * (1 - q) ** (R.k - bin(w).count("1")) for w in range(len(keys))])
+        return out
+
+    @cached_property
+    def report_keys(self) -> list[tuple[int, ...]]:
+        """Every whole report as a tuple of per-attribute report indices (SMP: (a, w))."""
+        sizes = [len(t[0]) for t in self.tables]
+        if isinstance(self.protocol, SampleOne):
+            return [(a, w) for a, s in enumerate(sizes) for w in range(s)]
+        grids = np.meshgrid(*[np.arange(s) for s in sizes], indexing="ij")
+        return [tuple(int(v) for v in row) for row in np.stack([g.ravel() for g in grids], axis=1)]
+
+    @cached_property
+    def channel(self) -> list[list[Fraction]]:
+        """Pr[whole report | record] for every record and report, exactly (the proof's formula)."""
+        P = self.protocol
+        tables = self.tables
+        cat_index = [{c: i for i, c in enumerate(cats)} for cats in P.attributes]
+        pis = [Fraction(m, TWO64) for m in uniform_index_masses(P.d)]
+        fakes = self._fake_laws() if isinstance(P, RandomSamplingFakeData) else None
+        rows = []
+        for rec in self.records:
+            xi = [cat_index[a][float(v)] for a, v in enumerate(rec)]
+            row = []
+            for key in self.report_keys:
+                if isinstance(P, SampleOne):
+                    a, w = key
+                    row.append(pis[a] * tables[a][1][xi[a]][w])
+                elif isinstance(P, SplitBudget):
+                    row.append(math.prod((tables[a][1][xi[a]][w] for a, w in enumerate(key)), start=Fraction(1)))
+                else:
+                    assert fakes is not None
+                    total = Fraction(0)
+                    for j in range(P.d):
+                        term = pis[j] * tables[j][1][xi[j]][key[j]]
+                        for a in range(P.d):
+                            if a != j:
+                                term *= fakes[a][key[a]]
+                        total += term
+                    row.append(total)
+            rows.append(row)
+        return rows
+
+    # Randomizer's audit interface
+
+    def input_domain(self) -> np.ndarray:
+        return np.arange(len(self.records), dtype=np.float64)
+
+    def output_domain(self) -> np.ndarray:
+        return np.arange(len(self.report_keys), dtype=np.float64)
+
+    def realized(self, inputs: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+        table = self.channel
+        den = max(f.denominator for row in table for f in row)
+        idx = np.asarray(inputs, dtype=np.float64).ravel().astype(np.int64)
+        masses = np.empty((len(idx), len(self.report_keys)), dtype=object)
+        for i, r in enumerate(idx):
+            masses[i] = [int(f * den) for f in table[r]]
+        return self.output_domain(), masses, den
+
+    def log_prob(self, u: np.ndarray | float, w: np.ndarray | float) -> np.ndarray:
+        table = self.channel
+        uu, ww = np.broadcast_arrays(np.asarray(u, dtype=np.int64), np.asarray(w, dtype=np.int64))
+        flat = [table[int(a)][int(b)] for a, b in zip(uu.ravel(), ww.ravel())]
+        with np.errstate(divide="ignore"):
+            return np.array([math.log(f) if f > 0 else -math.inf for f in flat]).reshape(uu.shape)
+
+    @cached_property
+    def layout(self) -> _Layout:
+        """The virtual draws: index draw, then each attribute's real (and fake) blocks."""
+        P = self.protocol
+        L = _Layout()
+        cat_index = [{c: i for i, c in enumerate(cats)} for cats in P.attributes]
+        records = self.records
+
+        def unary(base: int, R: UnaryEncoding, attribute: int, role: str) -> None:
+            b, c = R.chunk_bits, 64 // R.chunk_bits
+            t_in, t_out = R.thresholds
+            shift = 64 - b
+            for w in range(-(-R.k // c)):
+                chunks = []
+                for i in range(c):
+                    bit = w * c + i
+                    if bit >= R.k:
+                        break
+
+                    def starts(u: float, bit: int = bit) -> np.ndarray:
+                        xi = cat_index[attribute][float(records[int(u)][attribute])]
+                        if role == "real":
+                            t = {t_in if bit == xi else t_out}
+                        elif role == "fake-z":
+                            t = {t_out} if bit < R.k - 1 else set()  # the extra category's bit is dropped
+                        else:  # oue-r: the fake value is any category
+                            t = {t_in, t_out}
+                        return np.array([0] + sorted(x << shift for x in t), dtype=np.uint64)
+
+                    chunks.append(L.add(starts))
+                L.chunked[base + w] = (b, chunks)
+
+        def direct(draw: int, starts: Any) -> None:
+            L.direct[draw] = L.add(starts)
+
+        index_starts = np.array(uniform_index_starts(P.d), dtype=np.uint64)
+        if not isinstance(P, SplitBudget):
+            direct(0, lambda u: index_starts)
+        bases = P.bases
+        for a, R in enumerate(P.oracles):
+            base = bases[a][0] if isinstance(P, RandomSamplingFakeData) else bases[a]
+            if isinstance(R, UnaryEncoding):
+                unary(base, R, a, "real")
+            else:
+                direct(base, lambda u, a=a, R=R: np.asarray(R.draw_cells(float(records[int(u)][a]))[0], dtype=np.uint64))
+            if isinstance(P, RandomSamplingFakeData):
+                fb = bases[a][1]
+                k_starts = np.array(uniform_index_starts(P.ks[a]), dtype=np.uint64)
+                if P.variant != "oue-z":
+                    direct(fb, lambda u, s=k_starts: s)
+                F = P.fake_oracles[a]
+                if P.variant == "oue-r":
+                    assert isinstance(F, UnaryEncoding)
+                    unary(fb + 1, F, a, "fake-r")
+                elif P.variant == "oue-z":
+                    assert isinstance(F, UnaryEncoding)
+                    unary(fb, F, a, "fake-z")
+        return L
+
+    def draw_cells(self, u: float) -> list[np.ndarray]:
+        return [s(u) for s in self.layout.starts]
+
+    def sample(self, inputs: np.ndarray, randomness: Draws) -> np.ndarray:
+        P = self.protocol
+        records = self.records[np.asarray(inputs, dtype=np.float64).astype(np.int64)]
+        reports = P.sample(records, _VirtualDraws(self.layout, randomness))
+        tables = self.tables
+        lookup = [{k: i for i, k in enumerate(t[0])} for t in tables]
+        keys = {k: i for i, k in enumerate(self.report_keys)}
+        out = np.empty(len(records), dtype=np.float64)
+        if isinstance(P, SampleOne):
+            seen = np.zeros(P.d, dtype=np.int64)
+            for i, a in enumerate(reports.sampled):  # type: ignore[union-attr]
+                a = int(a)
+                out[i] = keys[(a, lookup[a][_report_key(P.oracles[a], reports.columns[a][seen[a]])])]
+                seen[a] += 1
+            return out
+        for i in range(len(records)):
+            out[i] = keys[tuple(lookup[a][_report_key(P.oracles[a], reports.columns[a][i])] for a in range(P.d))]
+        return out
+
+
+def one_attribute_loss(channel: RecordChannel) -> float:
+    """The largest ln Pr[w|x]/Pr[w|x′] over records x, x′ that differ in exactly one attribute
+    (the paper's neighbouring notion for RS+FD), exactly computed then rounded to a double."""
+    table = channel.channel
+    records = channel.records
+    worst = Fraction(1)
+    for i in range(len(records)):
+        for j in range(len(records)):
+            if int((records[i] != records[j]).sum()) != 1:
+                continue
+            for a, b in zip(table[i], table[j]):
+                if b == 0:
+                    if a > 0:
+                        return math.inf
+                    continue
+                worst = max(worst, a / b)
+    return math.log(worst.numerator) - math.log(worst.denominator)
