@@ -77,11 +77,12 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ldp.core.errors import ParameterError, require_epsilon, require_integer
-from ldp.core.frequency_oracles import OptimizedUnaryEncoding, SymmetricUnaryEncoding, UnaryEncoding, bit_column_counts
-from ldp.core.randomizer_base import DECIMAL_PREC, TWO64, Randomizer, rr_draw
+from ldp.core.errors import LDPError, ParameterError, require_epsilon, require_integer
+from ldp.core.frequency_oracles import FrequencyOracle, OptimizedUnaryEncoding, SymmetricUnaryEncoding, UnaryEncoding, bit_column_counts
+from ldp.core.queries import Query
+from ldp.core.randomizer_base import DECIMAL_PREC, TWO64, Randomizer, SpecView, check_params, register_randomizer, rr_draw
 from ldp.core.rng import KEY_BYTES, Draws, UserRandomness
-from ldp.core.rr_mechanisms import KaryRandomizedResponse
+from ldp.core.rr_mechanisms import KaryRandomizedResponse, category_counts
 
 __all__ = [
     "PROTOCOLS",
@@ -97,6 +98,9 @@ __all__ = [
     "decode_repeated",
     "OneReportChannel",
     "RepeatedReports",
+    "MemoizedFrequencyOracle",
+    "MEMO_REPEAT_EPSILON",
+    "memo_ledger_identity",
 ]
 
 PROTOCOLS = ("l_grr", "l_oue", "l_osue", "l_sue")
@@ -805,3 +809,156 @@ class RepeatedReports(Randomizer):
 def OneReportChannel(oracle: LongitudinalOracle) -> RepeatedReports:  # noqa: N802 - reads as a class
     """One report (PRR then IRR) as a randomizer at ε1, for ``verify_exact`` (small instances)."""
     return RepeatedReports(oracle, 1, True)
+
+
+# --- the registered kinds: l_grr, l_oue, l_osue, l_sue over any query with finite values ---
+
+# What a memoized report costs after its question's first: the smallest ε a ledger takes. Every
+# report of one unchanged value together is ε∞-LDP (post-processing of its PRR), which the first
+# report paid; this charge only advances the user's nonce (a fresh IRR coin) and is conservative.
+MEMO_REPEAT_EPSILON = 2.0**-30
+
+
+def memo_ledger_identity(data_identity: str, memo: bytes, randomizer: MemoizedFrequencyOracle) -> str:
+    """The identity of the ledger that records which users have paid ε∞ for one memoized question.
+
+    A pure function of the data's identity, the memo key (by its SHA-256, never the key itself),
+    the protocol, k, ε∞ and the question: the same PRRs ⇔ the same identity. So a new memo key
+    (a process life whose report key is fresh, ``secure`` specs) or another question is a new
+    ledger, unpaid: **the charge follows the coin** (a PRR drawn anew is charged ε∞ anew)."""
+    import hashlib
+
+    digest = hashlib.sha256(memo + b"|" + randomizer.oracle.label.encode() + b"|" + randomizer.question.encode()).hexdigest()[:32]
+    return f"{data_identity}|memo|{digest}"
+
+
+@dataclass(frozen=True)
+class MemoizedFrequencyOracle(FrequencyOracle):
+    """A longitudinal oracle as a randomizer a round can ask for: ``l_grr``, ``l_oue``, ``l_osue``
+    or ``l_sue`` at ε = ε∞ with ``params={"epsilon_1": ε1}`` (default ε∞/2) and
+    ``"calibration"`` (``paper``, the default, or ``tight``; ``LongitudinalOracle``).
+
+    Each report is ``instantaneous_response(permanent_response(memo, user, value), draws)``: the
+    PRR from the users' memo key (``UserRandomness.memo``, which only a shard holds: the
+    aggregator builds this randomizer to check reply formats and never samples it), the IRR from
+    the report's own draws. Reports are those of the ε∞ oracle: category values (L-GRR) or
+    packed bits (the unary encodings).
+
+    **What the ledger charges** (``ldp.local.shard.Shard``, data-independent as every charge must
+    be: a refusal must not depend on a value): ε∞ for a user's first report of this question
+    (``memo_ledger_identity`` remembers who paid, in the same store, committed with the charge),
+    then ``MEMO_REPEAT_EPSILON`` per report. That is RAPPOR's statement, exactly: every report
+    of an unchanged value, in any number of rounds and sessions, is ε∞-LDP; a value that
+    changes is *not* protected beyond it (each new value has its own PRR; docs/longitudinal.md,
+    ``longitudinal_charges`` gives what a change really costs). The question is the query (its
+    JSON) with the protocol, k and ε∞: asking another query, or at another ε∞, is another
+    question and is charged ε∞ again.
+
+    Exact audits: ``OneReportChannel`` (one report ≤ ε1) and ``RepeatedReports`` (T reports of a
+    value ≤ ε∞), on the module's own samplers.
+    """
+
+    kind: ClassVar[str] = ""
+    epsilon: float
+    epsilon_1: float
+    categories: tuple[float, ...]
+    calibration: str = "paper"
+    question: str = ""
+
+    def __post_init__(self) -> None:
+        cats = tuple(sorted(float(c) for c in self.categories))
+        if len(cats) < 2 or len(set(cats)) != len(cats) or not all(math.isfinite(c) for c in cats):
+            raise ParameterError(f"{self.kind} needs k ≥ 2 distinct finite categories, got {self.categories[:8]}")
+        object.__setattr__(self, "categories", cats)
+        self.oracle  # noqa: B018  (validates ε∞, ε1, k and the calibration)
+
+    @functools.cached_property
+    def oracle(self) -> LongitudinalOracle:
+        return LongitudinalOracle(self.kind, len(self.categories), self.epsilon, self.epsilon_1, self.calibration)
+
+    @property
+    def report_columns(self) -> int | None:  # type: ignore[override]
+        return self.oracle.report_columns if self.oracle.unary else None
+
+    def report_domains(self) -> tuple[np.ndarray | None, ...]:
+        """Unary encodings: every byte free but the last's padding bits (zero), as the ε∞ oracle's."""
+        pad = 8 * self.oracle.report_columns - self.k
+        last = None if pad == 0 else np.arange(0, 256, 1 << pad)
+        return (None,) * (self.oracle.report_columns - 1) + (last,)
+
+    def output_domain(self) -> np.ndarray | None:
+        return None if self.oracle.unary else np.asarray(self.categories)
+
+    def sample(self, inputs: np.ndarray, randomness: Draws) -> np.ndarray:
+        memo = getattr(randomness, "memo", None)
+        if memo is None:
+            raise LDPError(f"{self.kind}: a memoized report needs the users' memo key, which only a shard holds (UserRandomness.memo)")
+        idx = self._index(np.asarray(inputs))
+        prr = permanent_response(memo, np.asarray(randomness.users, dtype=np.int64), idx, self.oracle, self.question)
+        out = instantaneous_response(prr, randomness, self.oracle)
+        return out if self.oracle.unary else np.asarray(self.categories)[out]
+
+    def log_prob(self, u: np.ndarray | float, w: np.ndarray | float) -> np.ndarray:
+        """ln Pr[one report w | value u], the composite channel's (PRR then IRR): k-ary RR with
+        keep p_s and each other q_s (L-GRR); independent bits, 1 w.p. p_s at u and q_s elsewhere
+        (unary encodings; w a packed row)."""
+        p_s, q_s = (float(x) for x in self.oracle.support_probabilities())
+        if not self.oracle.unary:
+            return np.where(np.asarray(u) == np.asarray(w), math.log(p_s), math.log(q_s))
+        bits = np.unpackbits(np.asarray(w, dtype=np.uint8), axis=-1, count=self.k).astype(bool)
+        at_u = np.asarray(self.categories) == np.asarray(u, dtype=np.float64)[..., None]
+        p = np.where(at_u, p_s, q_s)
+        return np.log(np.where(bits, p, 1 - p)).sum(axis=-1)
+
+    def support_fractions(self) -> tuple[Fraction, Fraction]:
+        return self.oracle.support_probabilities()
+
+    def support_counts(self, reports: np.ndarray) -> np.ndarray:
+        if self.oracle.unary:
+            return support_counts(reports, self.oracle)
+        return category_counts(np.asarray(reports, dtype=np.float64).ravel(), self.categories)
+
+
+class LongitudinalGRR(MemoizedFrequencyOracle):
+    kind: ClassVar[str] = "l_grr"
+    report_dtype: ClassVar[type[np.generic]] = np.float64
+
+
+class LongitudinalOUE(MemoizedFrequencyOracle):
+    kind: ClassVar[str] = "l_oue"
+    report_dtype: ClassVar[type[np.generic]] = np.uint8
+
+
+class LongitudinalOSUE(MemoizedFrequencyOracle):
+    kind: ClassVar[str] = "l_osue"
+    report_dtype: ClassVar[type[np.generic]] = np.uint8
+
+
+class LongitudinalSUE(MemoizedFrequencyOracle):
+    kind: ClassVar[str] = "l_sue"
+    report_dtype: ClassVar[type[np.generic]] = np.uint8
+
+
+_KIND_CLASSES: dict[str, type[MemoizedFrequencyOracle]] = {c.kind: c for c in (LongitudinalGRR, LongitudinalOUE, LongitudinalOSUE, LongitudinalSUE)}
+
+
+@register_randomizer("l_grr", params=("epsilon_1", "calibration"))
+@register_randomizer("l_oue", params=("epsilon_1", "calibration"))
+@register_randomizer("l_osue", params=("epsilon_1", "calibration"))
+@register_randomizer("l_sue", params=("epsilon_1", "calibration"))
+def build_memoized(spec: SpecView, query: Query) -> Randomizer:
+    """The memoized oracle of an ``l_grr`` / ``l_oue`` / ``l_osue`` / ``l_sue`` spec over the query's
+    finite values; the question its PRRs are keyed by is the query's JSON."""
+    import json
+
+    check_params(spec.kind, spec.params)
+    values = query.values()
+    if values is None:
+        raise ParameterError(f"{spec.kind} needs a query with a small finite set of values; {spec.query.name!r} has none")
+    cats = tuple(values.tolist()) if len(values) >= 2 else (float(values[0]), float(values[0]) + 1.0)
+    eps_1 = spec.params.get("epsilon_1", spec.epsilon / 2)
+    if isinstance(eps_1, bool) or not isinstance(eps_1, int | float):
+        raise ParameterError(f"{spec.kind} epsilon_1 must be a number, got {eps_1!r}")
+    calibration = spec.params.get("calibration", "paper")
+    question = json.dumps(spec.query.to_json(), sort_keys=True, allow_nan=True)
+    return _KIND_CLASSES[spec.kind](spec.epsilon, float(eps_1), cats, str(calibration), question)

@@ -202,6 +202,9 @@ class UserRandomness:
     key: bytes
     users: np.ndarray  # int64 user ids
     counters: np.ndarray | int = 0  # per user (or one for all): the report's nonce
+    # The users' memo key (``ldp.core.longitudinal.memo_key``): what a memoized randomizer keys
+    # its permanent responses by. Only a shard sets it; no draw of this object reads it.
+    memo: bytes | None = None
 
     def bits(self, draw: int = 0) -> np.ndarray:
         return prf_words(self.key, np.asarray(self.users, dtype=np.int64), self.counters, draw)

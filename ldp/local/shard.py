@@ -44,6 +44,7 @@ import numpy as np
 from ldp.core import ratio_queries  # noqa: F401  (registers the lr_ratio query kind users may be asked)
 from ldp.core.budget import Charge, Ledger, has_repeats
 from ldp.core.errors import LDPError, ParameterError, require_epsilon
+from ldp.core.longitudinal import MEMO_REPEAT_EPSILON, MemoizedFrequencyOracle, memo_key, memo_ledger_identity
 from ldp.core.population import PopulationDescription
 from ldp.core.randomizers import LocalRandomizer, RandomizerSpec
 from ldp.core.rng import KEY_BYTES, UserRandomness, life_key, secret_key
@@ -90,16 +91,19 @@ class _Planned:
 SAMPLE_CHUNK = 1 << 16
 
 
-def sample_reports(randomizer: LocalRandomizer, inputs: np.ndarray, key: bytes, users: range | np.ndarray, nonces: np.ndarray) -> np.ndarray:
+def sample_reports(
+    randomizer: LocalRandomizer, inputs: np.ndarray, key: bytes, users: range | np.ndarray, nonces: np.ndarray, memo: bytes | None = None
+) -> np.ndarray:
     """Each user's report, drawn with its own AES-keyed randomness (``UserRandomness``), in
-    chunks of SAMPLE_CHUNK users: the same reports as one call over all of them, bit for bit."""
+    chunks of SAMPLE_CHUNK users: the same reports as one call over all of them, bit for bit.
+    ``memo``: the users' memo key, for memoized randomizers (``ldp.core.longitudinal``)."""
     n = len(users)
     if n <= SAMPLE_CHUNK:
-        return randomizer.sample(inputs, UserRandomness(key, _ids(users), nonces))
+        return randomizer.sample(inputs, UserRandomness(key, _ids(users), nonces, memo))
     out: np.ndarray | None = None
     for lo in range(0, n, SAMPLE_CHUNK):
         hi = min(n, lo + SAMPLE_CHUNK)
-        part = randomizer.sample(inputs[lo:hi], UserRandomness(key, _ids(users[lo:hi]), nonces[lo:hi]))
+        part = randomizer.sample(inputs[lo:hi], UserRandomness(key, _ids(users[lo:hi]), nonces[lo:hi], memo))
         if out is None:
             out = np.empty((n, *part.shape[1:]), dtype=part.dtype)
         out[lo:hi] = part
@@ -148,6 +152,9 @@ class Shard:
             got = f"{len(long_term)} bytes" if isinstance(long_term, bytes) else f"{type(long_term).__name__} {long_term!r}"[:80]
             raise ParameterError(f"a report key has {KEY_BYTES} bytes, got {got}")
         self._key = life_key(long_term, key_salt)  # I1: a fresh salt makes every process life's draws new
+        # Memoized randomizers key their permanent responses by the *long-term* key: a salted
+        # life key would redraw every PRR at each restart (ldp.core.longitudinal.memo_key).
+        self._memo = memo_key(long_term)
         self._rules = SessionRules()
         self._built: dict[str, LocalRandomizer] = {}  # randomizers by spec: a round of 10^4 alike requests builds one
 
@@ -172,28 +179,57 @@ class Shard:
         if refusal:
             return RoundReply(request.session_id, request.round, error=refusal)
         plans: list[_Planned | Result] = [self._plan(a) for a in request.assignments]
-        charges: list[Charge] = []
+        charges: list[tuple[Ledger, Charge]] = []  # (the ledger charged, the charge), for a refund
         results: list[Result] = []
         try:
             for plan in plans:
                 if isinstance(plan, Result):
                     results.append(plan)
                     continue
-                charge = self.ledger.charge(plan.users, plan.randomizer.epsilon)
-                charges.append(charge)
-                everyone = bool(charge.accepted.all())  # the common case: no mask copies
-                users = plan.users if everyone else _ids(plan.users)[charge.accepted]
-                inputs = plan.inputs if everyone else plan.inputs[charge.accepted]
-                values = sample_reports(plan.randomizer, inputs, self._key, users, charge.nonces)
+                accepted, nonces = self._charge(plan, charges)
+                everyone = bool(accepted.all())  # the common case: no mask copies
+                users = plan.users if everyone else _ids(plan.users)[accepted]
+                inputs = plan.inputs if everyone else plan.inputs[accepted]
+                values = sample_reports(plan.randomizer, inputs, self._key, users, nonces, self._memo)
                 # Nobody refused: the flags are a zero-stride view (no byte per user to build or keep).
-                refused = np.broadcast_to(np.False_, (len(plan.users),)) if everyone else charge.refused
+                refused = np.broadcast_to(np.False_, (len(plan.users),)) if everyone else ~accepted
                 results.append(Result(plan.assignment.request_id, values, refused))
             self._store.commit()  # durable stores: every charge is on disk before any report leaves
         except Exception as exc:  # noqa: BLE001 - a sampler bug or a failed commit must not leave charges without reports
-            for charge in reversed(charges):
-                self.ledger.refund(charge)
+            for ledger, charge in reversed(charges):
+                ledger.refund(charge)
             return RoundReply(request.session_id, request.round, error=f"the shard failed to answer (nothing was charged): {type(exc).__name__}: {exc}")
         return RoundReply(request.session_id, request.round, tuple(results))
+
+    def _charge(self, plan: _Planned, charges: list[tuple[Ledger, Charge]]) -> tuple[np.ndarray, np.ndarray]:
+        """Charge one assignment's users (each charge appended to ``charges``, for the refund):
+        the accepted mask over ``plan.users`` and, per accepted user in order, its report's nonce.
+
+        A memoized randomizer (``ldp.core.longitudinal.MemoizedFrequencyOracle``) costs ε∞ for a
+        user's first report of its question and ``MEMO_REPEAT_EPSILON`` after it; who has paid is
+        a ledger of its own in the same store (``memo_ledger_identity``), charged in the same
+        commit. Both depend on what was asked before, never on a value."""
+        memoized = plan.randomizer.randomizer
+        if not isinstance(memoized, MemoizedFrequencyOracle):
+            charge = self.ledger.charge(plan.users, plan.randomizer.epsilon)
+            charges.append((self.ledger, charge))
+            return charge.accepted, charge.nonces
+        ids = _ids(plan.users)
+        paid = self._store.open(memo_ledger_identity(self.data.identity, self._memo, memoized), self.first_user, self.count, 1.0)
+        first = paid.can_charge(ids, 1.0)  # not paid yet: their report is this question's first
+        accepted = np.zeros(len(ids), dtype=bool)
+        nonces = np.zeros(len(ids), dtype=np.int64)
+        for mask, epsilon in ((first, memoized.epsilon), (~first, MEMO_REPEAT_EPSILON)):
+            if not mask.any():
+                continue
+            charge = self.ledger.charge(ids[mask], epsilon)
+            charges.append((self.ledger, charge))
+            where = np.flatnonzero(mask)[charge.accepted]
+            accepted[where] = True
+            nonces[where] = charge.nonces
+            if epsilon == memoized.epsilon and len(where):
+                charges.append((paid, paid.charge(ids[where], 1.0)))  # they have paid ε∞: later reports cost the minimum
+        return accepted, nonces[accepted]
 
     def _build(self, spec: RandomizerSpec) -> LocalRandomizer:
         """``LocalRandomizer.build`` for this shard's schema, remembered by the spec's JSON (a
