@@ -3,7 +3,7 @@
 Modules: ``laplace_mechanism``, ``stability`` (A_dist), ``choosing``, ``rec_concave``,
 ``large_margin`` (LMM + report-noisy-max), ``point``, ``thresholds``, ``label_private``, ``set_cover``, ``disjunctions`` (KMMS Thm 1.3), ``frequent_itemsets`` (CHS §4.1),
 ``halfplane`` (SelectHalfplane), ``polygons`` (convex k-gons, unions of polygons),
-``hrs``, ``privacy_checks`` (exact δ(ε) / log-ratio on explicit distributions). See docs/central.md.
+``hrs``, ``harmonic_sieve`` (its cost, and why it is not built), ``privacy_checks`` (exact δ(ε) / log-ratio on explicit distributions). See docs/central.md.
 The exponential mechanism they share is ``ldp.core.exponential_mechanism``; what the learners return
 is ``ldp.core.learner_result.LearnerResult``; HRS through the local model is ``ldp.learners.hrs_local``.
 """
@@ -13,6 +13,7 @@ __all__ = [
     "disjunctions",
     "frequent_itemsets",
     "halfplane",
+    "harmonic_sieve",
     "hrs",
     "label_private",
     "laplace_mechanism",
