@@ -81,7 +81,7 @@ from ldp.core.errors import LDPError, ParameterError, require_epsilon, require_i
 from ldp.core.frequency_oracles import FrequencyOracle, OptimizedUnaryEncoding, SymmetricUnaryEncoding, UnaryEncoding, bit_column_counts
 from ldp.core.queries import Query
 from ldp.core.randomizer_base import DECIMAL_PREC, TWO64, Randomizer, SpecView, check_params, register_randomizer, rr_draw
-from ldp.core.rng import KEY_BYTES, Draws, UserRandomness
+from ldp.core.rng import KEY_BYTES, Draws, UserRandomness, derive_subkey
 from ldp.core.rr_mechanisms import KaryRandomizedResponse, category_counts
 
 __all__ = [
@@ -347,13 +347,6 @@ def _second_round_cells(protocol: str, k: int, eps_inf: float, eps_1: float, cal
 # --- keys: where the memo lives ---
 
 
-def _hkdf(key: bytes, info: bytes) -> bytes:
-    from cryptography.hazmat.primitives import hashes
-    from cryptography.hazmat.primitives.kdf.hkdf import HKDF
-
-    return HKDF(algorithm=hashes.SHA256(), length=KEY_BYTES, salt=None, info=info).derive(key)
-
-
 def memo_key(report_key: bytes) -> bytes:
     """The users' memo key from their *long-term* report key: HKDF-SHA256 with its own info string.
 
@@ -379,7 +372,7 @@ def memo_key(report_key: bytes) -> bytes:
     """
     if not isinstance(report_key, bytes) or len(report_key) != KEY_BYTES:
         raise ParameterError(f"a report key has {KEY_BYTES} bytes, got {report_key!r}"[:200])
-    return _hkdf(report_key, _MEMO_INFO)
+    return derive_subkey(report_key, _MEMO_INFO)
 
 
 @functools.lru_cache(maxsize=256)
@@ -390,7 +383,7 @@ def permanent_key(memo: bytes, oracle: LongitudinalOracle, question: str = "") -
     questions or two budgets (each is charged on its own), and no report key equals it."""
     if not isinstance(memo, bytes) or len(memo) != KEY_BYTES:
         raise ParameterError(f"a memo key has {KEY_BYTES} bytes, got {memo!r}"[:200])
-    return _hkdf(memo, _PRR_INFO + f"{oracle.label}|{question}".encode())
+    return derive_subkey(memo, _PRR_INFO + f"{oracle.label}|{question}".encode())
 
 
 def _indices(oracle: LongitudinalOracle, values: np.ndarray) -> np.ndarray:

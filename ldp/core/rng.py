@@ -58,6 +58,7 @@ __all__ = [
     "derive_key_bytes",
     "secret_key",
     "life_key",
+    "derive_subkey",
     "new_life_salt",
     "KEY_BYTES",
     "SALT_BYTES",
@@ -131,10 +132,19 @@ def life_key(key: bytes, salt: bytes | None) -> bytes:
         raise ValueError(f"a report key has {KEY_BYTES} bytes, got {len(key)}")
     if not salt:
         return key
+    return derive_subkey(key, _LIFE_INFO, salt=bytes(salt))
+
+
+def derive_subkey(key: bytes, info: bytes, salt: bytes | None = None) -> bytes:
+    """HKDF-SHA256 (RFC 5869, the ``cryptography`` package's) of ``key``: ``KEY_BYTES`` bytes for
+    the purpose named by ``info``. The one way a key is derived from another here: a process
+    life's report key (``life_key``), the memo key and the keys of memoized coins
+    (``ldp.core.longitudinal``, ``ldp.core.telemetry``, ``ldp.core.rappor``). Distinct ``info``
+    strings give independent pseudorandom keys."""
     from cryptography.hazmat.primitives import hashes
     from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
-    return HKDF(algorithm=hashes.SHA256(), length=KEY_BYTES, salt=bytes(salt), info=_LIFE_INFO).derive(key)
+    return HKDF(algorithm=hashes.SHA256(), length=KEY_BYTES, salt=salt, info=info).derive(bytes(key))
 
 
 @lru_cache(maxsize=256)

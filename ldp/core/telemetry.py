@@ -101,7 +101,7 @@ from ldp.core.audit import exp_bounds, log_ratio
 from ldp.core.errors import ParameterError, require_epsilon, require_integer, require_positive_finite
 from ldp.core.plus_minus import PlusMinusRandomizedResponse
 from ldp.core.randomizer_base import TWO53, TWO64, Interval, Randomizer, rr_cells, uniform_index
-from ldp.core.rng import KEY_BYTES, Draws, UserRandomness
+from ldp.core.rng import KEY_BYTES, Draws, UserRandomness, derive_subkey
 
 __all__ = [
     "OneBitMean",
@@ -150,11 +150,7 @@ def memo_subkey(memo_key: bytes, purpose: str) -> bytes:
     """
     if not isinstance(memo_key, (bytes, bytearray)) or len(memo_key) != KEY_BYTES:
         raise ParameterError(f"a memo key is {KEY_BYTES} bytes, got {type(memo_key).__name__} of length {len(memo_key) if hasattr(memo_key, '__len__') else '?'}")
-    from cryptography.hazmat.primitives import hashes
-    from cryptography.hazmat.primitives.kdf.hkdf import HKDF
-
-    info = _MEMO_INFO.format(purpose=purpose).encode()
-    return HKDF(algorithm=hashes.SHA256(), length=KEY_BYTES, salt=None, info=info).derive(bytes(memo_key))
+    return derive_subkey(bytes(memo_key), _MEMO_INFO.format(purpose=purpose).encode())
 
 
 def _memo_draws(memo_key: bytes, purpose: str, users: np.ndarray, counters: np.ndarray | int) -> UserRandomness:
