@@ -221,7 +221,11 @@ def frequency_estimates(R: Randomizer, reports: np.ndarray) -> np.ndarray:
 
 
 def frequency_variance(R: Randomizer, f: np.ndarray | float, n: int) -> np.ndarray:
-    """The exact variance of ``frequency_estimates`` for n users at true frequencies f."""
+    """The exact variance of ``frequency_estimates`` for n users at true frequencies f: the
+    oracle's own (``FrequencyOracle.frequency_variance``, which a sketch overrides), else k-ary
+    RR's from its cells."""
+    if isinstance(R, FrequencyOracle):
+        return R.frequency_variance(f, n)
     return _variance(support_probabilities(R), f, n)
 
 

@@ -31,6 +31,8 @@ Kinds:
 - ``adaptive_fo``        k-ary RR or OLH/OUE, whichever has the smaller variance. ``ldp.core.frequency_oracles``
 - ``piecewise``          the Piecewise mechanism for a mean (Wang et al. 2019). ``ldp.core.mean_estimation``
 - ``hybrid``             Piecewise or ±b RR by a coin (Wang et al. 2019). ``ldp.core.mean_estimation``
+- ``cms``                Apple's Count Mean Sketch (Apple DP Team 2017). ``ldp.core.sketches``
+- ``hcms``               Apple's Hadamard Count Mean Sketch (Apple DP Team 2017). ``ldp.core.sketches``
 - ``l_grr``              longitudinal k-ary RR: a memoized permanent response at ε∞, a fresh one per report at ε1 (Arcolezi et al. 2022). ``ldp.core.longitudinal``
 - ``l_oue``              longitudinal OUE, memoized (Arcolezi et al. 2022). ``ldp.core.longitudinal``
 - ``l_osue``             longitudinal OUE then SUE, memoized (Arcolezi et al. 2022). ``ldp.core.longitudinal``
@@ -48,7 +50,7 @@ from typing import Any
 import numpy as np
 
 # Every mechanism family, imported for its registrations: the one place that lists them.
-from ldp.core import frequency_oracles, laplace, longitudinal, mean_estimation, plus_minus, rr_mechanisms  # noqa: F401
+from ldp.core import frequency_oracles, laplace, longitudinal, mean_estimation, plus_minus, rr_mechanisms, sketches  # noqa: F401
 from ldp.core.errors import ParameterError, UnknownKindError, require_epsilon
 from ldp.core.queries import Query, QuerySpec, make_query
 from ldp.core.randomizer_base import Randomizer, check_params, registered_randomizers
@@ -198,7 +200,7 @@ def randomizer_kinds() -> list[str]:
     --------
     >>> import ldp
     >>> ldp.randomizer_kinds()
-    ['adaptive_fo', 'binary_rr', 'discrete_laplace', 'hadamard_response', 'hybrid', 'kary_rr', 'l_grr', 'l_osue', 'l_oue', 'l_sue', 'laplace', 'olh', 'oue', 'piecewise', 'pm_rr', 'record_rr', 'subset_selection', 'sue']
+    ['adaptive_fo', 'binary_rr', 'cms', 'discrete_laplace', 'hadamard_response', 'hcms', 'hybrid', 'kary_rr', 'l_grr', 'l_osue', 'l_oue', 'l_sue', 'laplace', 'olh', 'oue', 'piecewise', 'pm_rr', 'record_rr', 'subset_selection', 'sue']
     """
     return sorted(registered_randomizers())
 
