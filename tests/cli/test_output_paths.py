@@ -35,6 +35,7 @@ EXPERIMENTS = {
     "real-data": (["--quick"], {"result.json", "estimates.csv", "table.md", "estimates.png"}),
     "frequent-itemsets": (["--quick"], {"result.json", "itemsets.csv", "table.md", "itemsets.png"}),
     "disjunctions": (["--quick"], {"result.json", "errors.csv", "first_success.csv", "table.md", "errors.png"}),
+    "pure-lower-bounds": (["--quick"], {"result.json", "bounds.csv", "packing.csv", "kpoint.csv", "table.md", "bounds.png"}),
 }
 
 
