@@ -386,7 +386,9 @@ class Transcript:
         )
 
     def epsilon_charged(self) -> float:
-        """Total ε charged over all answered reports (Σ over users and requests)."""
+        """Total ε asked for over all answered reports (Σ over users and requests): what the users
+        charged, except for memoized kinds (``l_grr`` …, ``ldp.core.longitudinal``), whose users
+        charge ε∞ once per question and 2^-30 per later report: an upper bound there."""
         return float(sum(q["epsilon"] * q["answered"] for rnd in self.rounds for q in rnd["requests"]))
 
     def to_json(self) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """Every lab is an experiment: ``Lab`` implements ``ldp.experiment.Experiment`` for a lab script.
 
-What: ``LAB1`` … ``LAB6`` are registered like the built-in experiments (entry points
-``lab1`` … ``lab6`` of the group ``ldp_sim.experiments`` in pyproject.toml), so one protocol
+What: ``LAB1`` … ``LAB7`` are registered like the built-in experiments (entry points
+``lab1`` … ``lab7`` of the group ``ldp_sim.experiments`` in pyproject.toml), so one protocol
 runs a lab wherever it is asked for:
 
 - ``ldp-sim lab N [--quick] [--no-solutions] [--transport grpc|inprocess] [--processes P] [--out DIR]``
@@ -39,7 +39,7 @@ from ldp.core.population import PopulationSpec
 from ldp.experiment.options import apply_options
 from ldp.experiment.protocol import ExperimentArgs, ExperimentResult, Shape
 
-__all__ = ["LabConfig", "Lab", "LabFailed", "lab_modules", "LAB1", "LAB2", "LAB3", "LAB4", "LAB5", "LAB6"]
+__all__ = ["LabConfig", "Lab", "LabFailed", "lab_modules", "LAB1", "LAB2", "LAB3", "LAB4", "LAB5", "LAB6", "LAB7"]
 
 LAB_DIR = Path(__file__).parent
 EXIT_INTERRUPTED = 130  # the runner's exit code after Ctrl-C
@@ -155,3 +155,4 @@ _LABS = {number: Lab(number, module) for number, module in lab_modules().items()
 # One name per entry point (pyproject.toml: lab1 = "ldp.simulations.labs.experiments:LAB1", ...);
 # tests/labs/test_lab_experiments.py checks that every labN_*.py has one.
 LAB1, LAB2, LAB3, LAB4, LAB5, LAB6 = (_LABS[n] for n in range(1, 7))
+LAB7 = _LABS[7]  # why Chrome memoized (issue 26, "For teaching")

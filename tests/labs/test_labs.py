@@ -153,7 +153,8 @@ print("FIGURE PROBLEMS " + json.dumps(runpy.run_path(sys.argv[2])["figure_proble
 @pytest.mark.parametrize("lab", LABS)
 def test_lab_figures_are_legible(lab, tmp_path):
     """Runs the lab through the cell-by-cell runner (what `ldp-sim lab` runs), then checks its figures."""
-    env = dict(os.environ, **QUICK_ENV, LDP_LAB_OUT=str(tmp_path))
+    # the child runs this file for figure_problems, and this file imports tests.waits: the repo on its path
+    env = dict(os.environ, **QUICK_ENV, LDP_LAB_OUT=str(tmp_path), PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
     proc = subprocess.run(
         [sys.executable, "-c", _RUN_AND_CHECK, str(LAB_DIR / f"{lab}.py"), __file__], env=env, capture_output=True, text=True, timeout=PROCESS_WAIT_S, cwd=tmp_path
     )
@@ -402,7 +403,7 @@ def test_ldp_sim_lab_prints_the_narrative_between_the_outputs(tmp_path):
 @pytest.mark.parametrize(
     ("args", "env", "message"),
     [
-        (["99"], {}, "there is no lab 99; labs are [1, 2, 3, 4, 5, 6]"),
+        (["99"], {}, "there is no lab 99; labs are [1, 2, 3, 4, 5, 6, 7]"),
         (["2"], {"LDP_QUICK": "maybe"}, "LDP_QUICK must be 1 or 0 (or true/false, yes/no, on/off), got 'maybe'"),
         (["2", "--quick"], {"LDP_SOLUTIONS": "nope"}, "LDP_SOLUTIONS must be 1 or 0"),
     ],
