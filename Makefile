@@ -62,6 +62,7 @@ $(PEERS)/.installed:
 
 bench-peers: $(STAMP) $(PEERS)/.installed
 	$(PY) benchmarks/peers.py
+	$(PY) benchmarks/peers_longitudinal.py
 
 clean:
 	rm -rf $(VENV) build site *.egg-info

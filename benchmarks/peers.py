@@ -207,13 +207,19 @@ def _multi_freq(oracle: str, k: int, eps: float) -> Any:  # pragma: no cover - r
     return run
 
 
-def run_peers(jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def run_worker(script: Path, jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Run ``script --worker`` under .venv-peers' Python with ``jobs`` as JSON on stdin; its last
+    stdout line is the JSON list of results (one per job). Shared with benchmarks/peers_longitudinal.py."""
     if not PEERS_PY.exists():
         raise SystemExit(f"{PEERS_PY} is missing: run `make bench-peers` (it builds .venv-peers with the peers' pins)")
-    out = subprocess.run([str(PEERS_PY), str(Path(__file__).resolve()), "--worker"], input=json.dumps(jobs), capture_output=True, text=True, check=False, cwd=ROOT)
+    out = subprocess.run([str(PEERS_PY), str(Path(script).resolve()), "--worker"], input=json.dumps(jobs), capture_output=True, text=True, check=False, cwd=ROOT)
     if out.returncode:
         raise SystemExit(f"the peers' worker failed:\n{out.stderr[-4000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def run_peers(jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return run_worker(Path(__file__), jobs)
 
 
 # --- the table ---

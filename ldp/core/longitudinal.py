@@ -812,16 +812,21 @@ def OneReportChannel(oracle: LongitudinalOracle) -> RepeatedReports:  # noqa: N8
 MEMO_REPEAT_EPSILON = 2.0**-30
 
 
-def memo_ledger_identity(data_identity: str, memo: bytes, randomizer: MemoizedFrequencyOracle) -> str:
+def memo_ledger_identity(data_identity: str, memo: bytes, memo_label: str) -> str:
     """The identity of the ledger that records which users have paid ε∞ for one memoized question.
 
-    A pure function of the data's identity, the memo key (by its SHA-256, never the key itself),
-    the protocol, k, ε∞ and the question: the same PRRs ⇔ the same identity. So a new memo key
-    (a process life whose report key is fresh, ``secure`` specs) or another question is a new
-    ledger, unpaid: **the charge follows the coin** (a PRR drawn anew is charged ε∞ anew)."""
+    A pure function of the data's identity, the memo key (by its SHA-256, never the key itself)
+    and the randomizer's ``memo_label`` (what fixes its permanent responses: protocol, k, ε∞, the
+    question): the same PRRs ⇔ the same identity. So a new memo key (a process life whose report
+    key is fresh, ``secure`` specs) or another question is a new ledger, unpaid: **the charge
+    follows the coin** (a PRR drawn anew is charged ε∞ anew).
+
+    A randomizer is *memoized* when it has a ``memo_label`` (str) and keys its permanent coins by
+    ``UserRandomness.memo`` and that label: ``ldp.local.shard.Shard`` then charges its ``epsilon``
+    for a user's first report of the label and ``MEMO_REPEAT_EPSILON`` after it."""
     import hashlib
 
-    digest = hashlib.sha256(memo + b"|" + randomizer.oracle.label.encode() + b"|" + randomizer.question.encode()).hexdigest()[:32]
+    digest = hashlib.sha256(memo + b"|" + memo_label.encode()).hexdigest()[:32]
     return f"{data_identity}|memo|{digest}"
 
 
@@ -868,6 +873,11 @@ class MemoizedFrequencyOracle(FrequencyOracle):
     @functools.cached_property
     def oracle(self) -> LongitudinalOracle:
         return LongitudinalOracle(self.kind, len(self.categories), self.epsilon, self.epsilon_1, self.calibration)
+
+    @property
+    def memo_label(self) -> str:
+        """What fixes this randomizer's PRRs (``memo_ledger_identity``): the protocol, k, ε∞ and the question."""
+        return f"{self.oracle.label}|{self.question}"
 
     @property
     def report_columns(self) -> int | None:  # type: ignore[override]

@@ -44,7 +44,7 @@ import numpy as np
 from ldp.core import ratio_queries  # noqa: F401  (registers the lr_ratio query kind users may be asked)
 from ldp.core.budget import Charge, Ledger, has_repeats
 from ldp.core.errors import LDPError, ParameterError, require_epsilon
-from ldp.core.longitudinal import MEMO_REPEAT_EPSILON, MemoizedFrequencyOracle, memo_key, memo_ledger_identity
+from ldp.core.longitudinal import MEMO_REPEAT_EPSILON, memo_key, memo_ledger_identity
 from ldp.core.population import PopulationDescription
 from ldp.core.randomizers import LocalRandomizer, RandomizerSpec
 from ldp.core.rng import KEY_BYTES, UserRandomness, life_key, secret_key
@@ -205,21 +205,22 @@ class Shard:
         """Charge one assignment's users (each charge appended to ``charges``, for the refund):
         the accepted mask over ``plan.users`` and, per accepted user in order, its report's nonce.
 
-        A memoized randomizer (``ldp.core.longitudinal.MemoizedFrequencyOracle``) costs ε∞ for a
-        user's first report of its question and ``MEMO_REPEAT_EPSILON`` after it; who has paid is
-        a ledger of its own in the same store (``memo_ledger_identity``), charged in the same
-        commit. Both depend on what was asked before, never on a value."""
+        A memoized randomizer (one with a ``memo_label``: ``ldp.core.longitudinal``) costs its ε
+        (ε∞) for a user's first report of its label and ``MEMO_REPEAT_EPSILON`` after it; who has
+        paid is a ledger of its own in the same store (``memo_ledger_identity``), charged in the
+        same commit. Both depend on what was asked before, never on a value."""
         memoized = plan.randomizer.randomizer
-        if not isinstance(memoized, MemoizedFrequencyOracle):
+        label = getattr(memoized, "memo_label", None)
+        if not isinstance(label, str):
             charge = self.ledger.charge(plan.users, plan.randomizer.epsilon)
             charges.append((self.ledger, charge))
             return charge.accepted, charge.nonces
         ids = _ids(plan.users)
-        paid = self._store.open(memo_ledger_identity(self.data.identity, self._memo, memoized), self.first_user, self.count, 1.0)
+        paid = self._store.open(memo_ledger_identity(self.data.identity, self._memo, label), self.first_user, self.count, 1.0)
         first = paid.can_charge(ids, 1.0)  # not paid yet: their report is this question's first
         accepted = np.zeros(len(ids), dtype=bool)
         nonces = np.zeros(len(ids), dtype=np.int64)
-        for mask, epsilon in ((first, memoized.epsilon), (~first, MEMO_REPEAT_EPSILON)):
+        for mask, epsilon in ((first, plan.randomizer.epsilon), (~first, MEMO_REPEAT_EPSILON)):
             if not mask.any():
                 continue
             charge = self.ledger.charge(ids[mask], epsilon)
@@ -227,7 +228,7 @@ class Shard:
             where = np.flatnonzero(mask)[charge.accepted]
             accepted[where] = True
             nonces[where] = charge.nonces
-            if epsilon == memoized.epsilon and len(where):
+            if epsilon == plan.randomizer.epsilon and len(where):
                 charges.append((paid, paid.charge(ids[where], 1.0)))  # they have paid ε∞: later reports cost the minimum
         return accepted, nonces[accepted]
 
