@@ -75,12 +75,10 @@ import functools
 import math
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from ldp.core.audit import ExactAudit, FixedRandomness, exp_bounds, log_ratio, verify_exact
-from ldp.core.audit_structure import verify_structure
 from ldp.core.errors import ParameterError, require_epsilon, require_integer
 from ldp.core.fourier import walsh_hadamard
 from ldp.core.frequency_oracles import MAX_CATEGORIES, FrequencyOracle, SymmetricUnaryEncoding
@@ -88,6 +86,9 @@ from ldp.core.queries import Query
 from ldp.core.randomizer_base import TWO64, Randomizer, SpecView, check_params, register_randomizer
 from ldp.core.rng import Draws, generator
 from ldp.core.rr_mechanisms import BinaryRandomizedResponse
+
+if TYPE_CHECKING:  # the audit layer (scipy) is imported by the audits below only, not by users' sampling
+    from ldp.core.audit import ExactAudit
 
 __all__ = [
     "APPLE_HASHES",
@@ -561,6 +562,8 @@ def sketch_probe(R: SketchOracle, seed: int = 7) -> str:
     """Feed the real sampler random and cell-edge draws: '' if it emits what its structure says
     (module docstring), else what disagrees. The hash is recomputed here from the tables by its
     definition, the row from the top bits of draw 0, the coefficient bit by bit."""
+    from ldp.core.audit import FixedRandomness
+
     rng = np.random.default_rng(seed)
     n = 512
     x = rng.integers(0, R.k, n)
@@ -608,6 +611,9 @@ def verify_sketch(R: SketchOracle) -> ExactAudit:
     by ``verify_structure`` (exact, with its sampler probed at width m), and the sketch's sampler by
     ``sketch_probe``. HCMS: the loss is ln(A/B) of the coin it really uses, compared with e^ε;
     the coin is audited by ``verify_exact``; the sampler by ``sketch_probe``."""
+    from ldp.core.audit import ExactAudit, exp_bounds, log_ratio, verify_exact
+    from ldp.core.audit_structure import verify_structure
+
     if isinstance(R, CountMeanSketch):
         ch = R.channel
         t_in, t_out = ch.thresholds

@@ -190,8 +190,8 @@ async def test_the_independence_check_catches_id_keyed_draws(monkeypatch: pytest
     import ldp.local.shard as shard_module
     from ldp.core.rng import UserRandomness
 
-    def id_keyed(key: bytes, users: np.ndarray, counters: object) -> UserRandomness:
-        return UserRandomness(key, users, 0)  # ignores the nonce: every request reuses draws
+    def id_keyed(key: bytes, users: np.ndarray, counters: object, memo: bytes | None = None) -> UserRandomness:
+        return UserRandomness(key, users, 0, memo)  # ignores the nonce: every request reuses draws
 
     monkeypatch.setattr(shard_module, "UserRandomness", id_keyed)
     n, eps = 20_000, 0.5
