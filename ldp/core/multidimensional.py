@@ -6,6 +6,10 @@ Couchot, Al Bouna & Xiao, "Random Sampling Plus Fake Data: Multidimensional Freq
 With Local Differential Privacy", ACM CIKM 2021 (arXiv 2109.07269), for RS+FD and its baselines;
 Wang et al., ICDE 2019, and Nguyên et al. 2016 for SMP. docs/multidimensional.md says which to pick.
 
+Randomizer kinds ``spl``, ``smp``, ``rsfd`` over the ``record`` query (each schema column an
+attribute): ``RecordProtocolRandomizer``, reports as fixed-width uint16 rows (``report_layout``,
+``encode_reports``, ``decode_reports``; the end of this module).
+
 Protocols (``epsilon`` is always the loss of the **whole record**: what a ledger charges):
 
 - ``SplitBudget`` (SPL): every attribute through its oracle at ε_j = ε/d (the largest double
@@ -73,7 +77,6 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ldp.core.audit_structure import enumerated
 from ldp.core.errors import ParameterError, require_epsilon
 from ldp.core.frequency_oracles import (
     FrequencyOracle,
@@ -85,7 +88,8 @@ from ldp.core.frequency_oracles import (
     frequency_variance,
     support_probabilities,
 )
-from ldp.core.randomizer_base import TWO64, Randomizer, uniform_index, uniform_index_masses, uniform_index_starts
+from ldp.core.queries import Query
+from ldp.core.randomizer_base import TWO64, Randomizer, SpecView, register_randomizer, uniform_index, uniform_index_masses, uniform_index_starts
 from ldp.core.rng import MAX_DRAWS, Draws, UserRandomness
 from ldp.core.rr_mechanisms import KaryRandomizedResponse, category_counts
 
@@ -104,6 +108,11 @@ __all__ = [
     "attribute_epsilon",
     "build_oracle",
     "one_attribute_loss",
+    "RECORD_ORACLES",
+    "RecordProtocolRandomizer",
+    "report_layout",
+    "encode_reports",
+    "decode_reports",
 ]
 
 ORACLES = ("grr", "oue", "sue", "olh")
@@ -507,6 +516,8 @@ def _attribute_table(R: Randomizer) -> tuple[list[bytes], list[list[Fraction]]]:
         outputs, masses, den = R.realized(cats)
         keys = [np.asarray([v]).tobytes() for v in outputs]
     elif isinstance(R, UnaryEncoding):
+        from ldp.core.audit_structure import enumerated  # the audit layer (scipy): only when an audit asks
+
         E = enumerated(R)
         _, masses, den = E.realized(np.asarray(R.categories))
         ints = np.arange(1 << R.k, dtype=np.int64)
@@ -777,3 +788,199 @@ def one_attribute_loss(channel: RecordChannel) -> float:
                     continue
                 worst = max(worst, a / b)
     return math.log(worst.numerator) - math.log(worst.denominator)
+
+
+# --- the randomizer kinds ``spl``, ``smp`` and ``rsfd`` over the ``record`` query ---
+#
+# A report is one fixed-width row of uint16 (docs/multidimensional.md, "As randomizer kinds"),
+# so that the wire's format check (``ldp.wire.codec.report_format``: ``report_columns`` and
+# ``report_domains``) refuses a malformed one. Attribute a's block: GRR, 1 column, the index of
+# the reported category among a's sorted categories (0..k_a − 1); OUE/SUE, a's packed bit row
+# (⌈k_a/8⌉ bytes, the last's padding bits zero). SPL and RS+FD: the d blocks side by side (RS+FD
+# sends no index). SMP: column 0 the disclosed index j, then j's block, zero-padded to the widest
+# block (the check that the padding and j's values fit j is ``decode_reports``'s, as the wire's
+# domains are per column, not per j; with equal k_a the wire's check is already exact).
+
+RECORD_ORACLES = ("grr", "oue", "sue")  # olh's hashed (seed, y) reports are not a uint16 row
+
+
+def _block(R: Randomizer) -> tuple[np.ndarray, ...]:
+    """The allowed values of each column of one attribute's report block."""
+    if isinstance(R, KaryRandomizedResponse):
+        return (np.arange(len(R.categories)),)
+    assert isinstance(R, UnaryEncoding)
+    return tuple(np.arange(256) if d is None else np.asarray(d) for d in R.report_domains())
+
+
+def report_layout(protocol: MultidimensionalProtocol) -> tuple[np.ndarray, ...]:
+    """Per report column, the values it may take (sorted): what ``report_domains`` gives the wire."""
+    blocks = [_block(R) for R in protocol.oracles]
+    if not isinstance(protocol, SampleOne):
+        return tuple(c for b in blocks for c in b)
+    width = max(len(b) for b in blocks)
+    cols = [np.unique(np.concatenate([b[c] if c < len(b) else np.zeros(1, dtype=np.int64) for b in blocks])) for c in range(width)]
+    return (np.arange(protocol.d), *cols)
+
+
+def _encode_block(R: Randomizer, cats: tuple[float, ...], column: np.ndarray) -> np.ndarray:
+    if isinstance(R, KaryRandomizedResponse):
+        return np.searchsorted(np.asarray(cats), np.asarray(column, dtype=np.float64)).astype(np.uint16)[:, None]
+    return np.asarray(column, dtype=np.uint8).reshape(len(column), -1).astype(np.uint16)
+
+
+def encode_reports(protocol: MultidimensionalProtocol, reports: MultiReports) -> np.ndarray:
+    """The users' rows (uint16, ``report_layout``'s width) of the protocol's ``MultiReports``."""
+    blocks = [_block(R) for R in protocol.oracles]
+    parts = [_encode_block(R, cats, col) for R, cats, col in zip(protocol.oracles, protocol.attributes, reports.columns)]
+    if not isinstance(protocol, SampleOne):
+        return np.concatenate(parts, axis=1) if parts else np.zeros((reports.n, 0), dtype=np.uint16)
+    assert reports.sampled is not None
+    out = np.zeros((reports.n, 1 + max(len(b) for b in blocks)), dtype=np.uint16)
+    out[:, 0] = reports.sampled
+    for a, part in enumerate(parts):
+        out[np.flatnonzero(reports.sampled == a), 1 : 1 + part.shape[1]] = part
+    return out
+
+
+def decode_reports(protocol: MultidimensionalProtocol, rows: np.ndarray) -> MultiReports:
+    """The ``MultiReports`` of the rows an aggregator received: what the estimators read
+    (``protocol.frequencies``). Refuses (ParameterError, one line) a row of the wrong width, a
+    value outside its column's domain, or an SMP row whose block does not fit its attribute."""
+    w = np.asarray(rows)
+    layout = report_layout(protocol)
+    if w.ndim != 2 or w.shape[1] != len(layout):
+        raise ParameterError(f"{protocol.kind}: reports must be rows of {len(layout)} values, got shape {w.shape}")
+    blocks = [_block(R) for R in protocol.oracles]
+
+    def check(values: np.ndarray, domains: Sequence[np.ndarray], where: str) -> None:
+        for c, dom in enumerate(domains):
+            bad = ~np.isin(values[:, c], dom)
+            if bad.any():
+                raise ParameterError(f"{protocol.kind}: report {where} column {c} holds {values[bad, c][0].item()!r}, outside {dom.tolist()[:8]}")
+
+    def column(a: int, block: np.ndarray) -> np.ndarray:
+        R = protocol.oracles[a]
+        if isinstance(R, KaryRandomizedResponse):
+            return np.asarray(protocol.attributes[a])[block[:, 0].astype(np.int64)]
+        return block.astype(np.uint8)
+
+    if isinstance(protocol, SampleOne):
+        check(w[:, :1], layout[:1], "index")
+        j = w[:, 0].astype(np.int64)
+        cols = []
+        for a, b in enumerate(blocks):
+            rows_a = w[j == a]
+            check(rows_a[:, 1 : 1 + len(b)], b, f"of attribute {a}")
+            if (rows_a[:, 1 + len(b) :] != 0).any():
+                raise ParameterError(f"{protocol.kind}: a report of attribute {a} has nonzero padding past its {len(b)} columns")
+            cols.append(column(a, rows_a[:, 1 : 1 + len(b)]))
+        return MultiReports(tuple(cols), len(w), j)
+    check(w, layout, "")
+    cols, at = [], 0
+    for a, b in enumerate(blocks):
+        cols.append(column(a, w[:, at : at + len(b)]))
+        at += len(b)
+    return MultiReports(tuple(cols), len(w))
+
+
+@dataclass(frozen=True)
+class RecordProtocolRandomizer(Randomizer):
+    """A multidimensional protocol as a randomizer of whole records (kinds ``spl``, ``smp``,
+    ``rsfd``): input a record of d columns, output one uint16 row (``report_layout``).
+
+    ``epsilon`` is what the ledger charges (the spec's ε); the protocol's own ``epsilon``, its
+    whole record's realized loss (module docstring), is ≤ it: equal, except for ``rsfd`` with
+    ``paper_epsilon``, whose ε′ may be below the spec's. The sampled index is the user's own
+    draw 0 (the protocol's ``sample``); nothing in the spec names it.
+    """
+
+    epsilon: float
+    protocol: Any
+    kind: ClassVar[str] = "multidimensional"
+    report_dtype: ClassVar[type[np.generic]] = np.uint16
+
+    def __post_init__(self) -> None:
+        if Fraction(float(self.protocol.epsilon)) > Fraction(self.epsilon):
+            raise ParameterError(f"{self.protocol.kind}: the record's loss {self.protocol.epsilon!r} exceeds the charged ε={self.epsilon!r}")  # pragma: no cover - the builder refuses first
+
+    @property
+    def input_width(self) -> int:
+        return int(self.protocol.d)
+
+    @property
+    def report_columns(self) -> int:
+        return len(self.report_domains())
+
+    def report_domains(self) -> tuple[np.ndarray | None, ...]:
+        return report_layout(self.protocol)
+
+    def input_domain(self) -> np.ndarray:
+        grids = np.meshgrid(*[np.asarray(c) for c in self.protocol.attributes], indexing="ij")
+        if math.prod(self.protocol.ks) > 4096:
+            raise ParameterError(f"{self.protocol.kind}: the record domain has {math.prod(self.protocol.ks)} > 4096 points; enumerate a smaller schema")
+        return np.stack([g.ravel() for g in grids], axis=1)
+
+    def check_inputs(self, values: np.ndarray) -> np.ndarray:
+        return self.protocol.check_records(values)
+
+    def sample(self, inputs: np.ndarray, randomness: Draws) -> np.ndarray:
+        return encode_reports(self.protocol, self.protocol.sample(inputs, randomness))
+
+    def log_prob(self, u: np.ndarray | float, w: np.ndarray | float) -> np.ndarray:
+        raise NotImplementedError(f"{self.protocol.kind}: the exact channel is RecordChannel(protocol).channel (small k and d)")
+
+    def frequencies(self, rows: np.ndarray) -> list[np.ndarray]:
+        """Unbiased f̂ per attribute from the rows the aggregator received."""
+        return list(self.protocol.frequencies(decode_reports(self.protocol, rows)))
+
+
+def _record_attributes(spec: SpecView, query: Query) -> tuple[tuple[float, ...], ...]:
+    """Each column of the users' schema as an attribute: its finite values are the categories."""
+    if query.name != "record":
+        raise ParameterError(f"{spec.kind} randomizes whole records; use the 'record' query, got {spec.query.name!r}")
+    low, high, step = query.schema.column_bounds()
+    return tuple(tuple(float(v) for v in range(int(lo), int(hi) + 1, int(st))) for lo, hi, st in zip(low, high, step))
+
+
+def _choice(spec: SpecView, name: str, default: str, allowed: Sequence[str]) -> str:
+    value = spec.params.get(name, default)
+    if isinstance(value, str):
+        value = value.replace("_", "-")
+    if value not in allowed:
+        raise ParameterError(f"{spec.kind}: {name} must be one of {list(allowed)}, got {value!r}")
+    return str(value)
+
+
+@register_randomizer("spl", params=("oracle",), record_input=True)
+@register_randomizer("smp", params=("oracle",), record_input=True)
+def build_split_or_sample(spec: SpecView, query: Query) -> Randomizer:
+    """``spl`` (ε/d per attribute) or ``smp`` (one own-sampled attribute at ε) over the ``record``
+    query; ``oracle`` ∈ ``RECORD_ORACLES`` (default grr)."""
+    attrs = _record_attributes(spec, query)
+    oracle = _choice(spec, "oracle", "grr", RECORD_ORACLES)
+    cls = SplitBudget if spec.kind == "spl" else SampleOne
+    return RecordProtocolRandomizer(spec.epsilon, cls(spec.epsilon, attrs, oracle))
+
+
+@register_randomizer("rsfd", params=("variant", "paper_epsilon"), record_input=True)
+def build_rsfd(spec: SpecView, query: Query) -> Randomizer:
+    """``rsfd`` over the ``record`` query; ``variant`` ∈ grr, oue-z, oue-r (or oue_z, oue_r).
+
+    Without ``paper_epsilon`` the sampled attribute runs at the spec's ε, the whole record's
+    exact loss. With ``paper_epsilon`` = the paper's per-attribute ε it runs at the paper's
+    ε′ = ln(d(e^ε − 1) + 1) (``amplified_epsilon``), which is the record's loss: refused unless
+    ε′ ≤ the spec's ε, which is what is charged."""
+    attrs = _record_attributes(spec, query)
+    variant = _choice(spec, "variant", "grr", RSFD_VARIANTS)
+    paper = spec.params.get("paper_epsilon")
+    inner = spec.epsilon
+    if paper is not None:
+        if isinstance(paper, bool) or not isinstance(paper, int | float):
+            raise ParameterError(f"rsfd: paper_epsilon must be a number, got {paper!r}")
+        inner = amplified_epsilon(require_epsilon(float(paper)), len(attrs))
+        if inner > spec.epsilon:
+            raise ParameterError(
+                f"rsfd: paper_epsilon={paper!r} over d={len(attrs)} attributes runs at ε′ = ln(d(e^ε − 1) + 1) = {inner!r}, "
+                f"the whole record's loss, above the spec's ε={spec.epsilon!r}; ask for ε ≥ {inner!r}"
+            )
+    return RecordProtocolRandomizer(spec.epsilon, RandomSamplingFakeData(inner, attrs, variant))

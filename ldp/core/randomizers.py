@@ -31,6 +31,9 @@ Kinds:
 - ``adaptive_fo``        k-ary RR or OLH/OUE, whichever has the smaller variance. ``ldp.core.frequency_oracles``
 - ``piecewise``          the Piecewise mechanism for a mean (Wang et al. 2019). ``ldp.core.mean_estimation``
 - ``hybrid``             Piecewise or ±b RR by a coin (Wang et al. 2019). ``ldp.core.mean_estimation``
+- ``spl``                every column of the record (an attribute) through GRR, OUE or SUE at ε/d (Arcolezi et al. 2021). ``ldp.core.multidimensional``
+- ``smp``                one attribute of the record, drawn by the user and disclosed, at ε (Wang et al. 2019). ``ldp.core.multidimensional``
+- ``rsfd``               one hidden attribute at ε, fake data for the others (Arcolezi et al. 2021). ``ldp.core.multidimensional``
 - ``cms``                Apple's Count Mean Sketch (Apple DP Team 2017). ``ldp.core.sketches``
 - ``hcms``               Apple's Hadamard Count Mean Sketch (Apple DP Team 2017). ``ldp.core.sketches``
 - ``l_grr``              longitudinal k-ary RR: a memoized permanent response at ε∞, a fresh one per report at ε1 (Arcolezi et al. 2022). ``ldp.core.longitudinal``
@@ -50,7 +53,7 @@ from typing import Any
 import numpy as np
 
 # Every mechanism family, imported for its registrations: the one place that lists them.
-from ldp.core import frequency_oracles, laplace, longitudinal, mean_estimation, plus_minus, rr_mechanisms, sketches  # noqa: F401
+from ldp.core import frequency_oracles, laplace, longitudinal, mean_estimation, multidimensional, plus_minus, rr_mechanisms, sketches  # noqa: F401
 from ldp.core.errors import ParameterError, UnknownKindError, require_epsilon
 from ldp.core.queries import Query, QuerySpec, make_query
 from ldp.core.randomizer_base import Randomizer, check_params, registered_randomizers
@@ -200,7 +203,7 @@ def randomizer_kinds() -> list[str]:
     --------
     >>> import ldp
     >>> ldp.randomizer_kinds()
-    ['adaptive_fo', 'binary_rr', 'cms', 'discrete_laplace', 'hadamard_response', 'hcms', 'hybrid', 'kary_rr', 'l_grr', 'l_osue', 'l_oue', 'l_sue', 'laplace', 'olh', 'oue', 'piecewise', 'pm_rr', 'record_rr', 'subset_selection', 'sue']
+    ['adaptive_fo', 'binary_rr', 'cms', 'discrete_laplace', 'hadamard_response', 'hcms', 'hybrid', 'kary_rr', 'l_grr', 'l_osue', 'l_oue', 'l_sue', 'laplace', 'olh', 'oue', 'piecewise', 'pm_rr', 'record_rr', 'rsfd', 'smp', 'spl', 'subset_selection', 'sue']
     """
     return sorted(registered_randomizers())
 
