@@ -50,7 +50,6 @@ from decimal import Decimal, localcontext
 from fractions import Fraction
 
 import numpy as np
-from scipy import stats
 
 from ldp.core.errors import ParameterError, require_integer, require_probability
 from ldp.core.laplace import LaplaceRandomizer
@@ -590,6 +589,8 @@ def clopper_pearson(k: int, n: int, alpha: float = 0.025) -> tuple[float, float]
     Together they are the exact two-sided (1 − 2α) interval: the default α = 0.025 gives the 95 %
     interval the separation experiment reports (Clopper & Pearson, Biometrika 26, 1934).
     """
+    from scipy import stats  # only the statistical audits need scipy: the exact ones (ε-bounds, ratios) stay light
+
     k, n = int(k), int(n)
     lower = 0.0 if k == 0 else float(stats.beta.ppf(alpha, k, n - k + 1))
     upper = 1.0 if k == n else float(stats.beta.ppf(1 - alpha, k + 1, n - k))
@@ -747,6 +748,8 @@ def chi_square_fit(R: Randomizer, u: float, n: int = 100_000, alpha: float = 1e-
     observed, expected = _merge_small(observed, expected)
     stat = float(np.sum((observed - expected) ** 2 / expected))
     df = len(expected) - 1
+    from scipy import stats
+
     return ChiSquareAudit(stat, df, float(stats.chi2.isf(alpha, df)), alpha)
 
 

@@ -40,6 +40,9 @@ Kinds:
 - ``l_oue``              longitudinal OUE, memoized (Arcolezi et al. 2022). ``ldp.core.longitudinal``
 - ``l_osue``             longitudinal OUE then SUE, memoized (Arcolezi et al. 2022). ``ldp.core.longitudinal``
 - ``l_sue``              basic RAPPOR's permanent and instantaneous responses (Erlingsson et al. 2014). ``ldp.core.longitudinal``
+- ``rappor``             full RAPPOR: Bloom filters, cohorts, a memoized PRR at ε∞ and a fresh IRR per report (Erlingsson et al. 2014). ``ldp.core.rappor``
+- ``dbitflip_pm``        dBitFlipPM: d sampled buckets, one bit each, memoized (Ding et al. 2017). ``ldp.core.telemetry``
+- ``alpha_one_bit_mean`` 1BitMean with α-point rounding, memoized (Ding et al. 2017). ``ldp.core.telemetry``
 """
 
 from __future__ import annotations
@@ -53,7 +56,7 @@ from typing import Any
 import numpy as np
 
 # Every mechanism family, imported for its registrations: the one place that lists them.
-from ldp.core import frequency_oracles, laplace, longitudinal, mean_estimation, multidimensional, plus_minus, rr_mechanisms, sketches  # noqa: F401
+from ldp.core import frequency_oracles, laplace, longitudinal, mean_estimation, multidimensional, plus_minus, rappor, rr_mechanisms, sketches, telemetry  # noqa: F401
 from ldp.core.errors import ParameterError, UnknownKindError, require_epsilon
 from ldp.core.queries import Query, QuerySpec, make_query
 from ldp.core.randomizer_base import Randomizer, check_params, registered_randomizers
@@ -203,7 +206,7 @@ def randomizer_kinds() -> list[str]:
     --------
     >>> import ldp
     >>> ldp.randomizer_kinds()
-    ['adaptive_fo', 'binary_rr', 'cms', 'discrete_laplace', 'hadamard_response', 'hcms', 'hybrid', 'kary_rr', 'l_grr', 'l_osue', 'l_oue', 'l_sue', 'laplace', 'olh', 'oue', 'piecewise', 'pm_rr', 'record_rr', 'rsfd', 'smp', 'spl', 'subset_selection', 'sue']
+    ['adaptive_fo', 'alpha_one_bit_mean', 'binary_rr', 'cms', 'dbitflip_pm', 'discrete_laplace', 'hadamard_response', 'hcms', 'hybrid', 'kary_rr', 'l_grr', 'l_osue', 'l_oue', 'l_sue', 'laplace', 'olh', 'oue', 'piecewise', 'pm_rr', 'rappor', 'record_rr', 'rsfd', 'smp', 'spl', 'subset_selection', 'sue']
     """
     return sorted(registered_randomizers())
 

@@ -78,7 +78,8 @@ import numpy as np
 
 from ldp.core.errors import ParameterError, require_integer, require_probability
 from ldp.core.frequency_oracles import bit_column_counts
-from ldp.core.randomizer_base import DECIMAL_PREC, Randomizer, uniform_index
+from ldp.core.queries import Query
+from ldp.core.randomizer_base import DECIMAL_PREC, Randomizer, SpecView, check_params, register_randomizer, uniform_index
 from ldp.core.rng import Draws, UserRandomness
 from ldp.core.telemetry import memo_subkey
 
@@ -96,6 +97,11 @@ __all__ = [
     "decode",
     "decode_repeated",
     "ReportChannel",
+    "DEFAULTS",
+    "f_for_epsilon",
+    "category_string",
+    "MemoizedRappor",
+    "build_rappor",
 ]
 
 MAX_K = 4096  # Bloom bits
@@ -748,3 +754,194 @@ class ReportChannel(Randomizer):
         if self.memoized:
             return prr + irr * self.periods
         return (prr + irr) * self.periods
+
+
+# --- the registered kind: rappor over a query's finite values, memoized, asked in rounds ---
+
+DEFAULTS: dict[str, Any] = {"k": 128, "h": 2, "m": 64, "p": 0.5, "q": 0.75, "hash_seed": "ldp.rappor"}
+_F_GRID = 32  # f/2 derived from ε lies on the 2^-32 grid: T0/2^32, so f = T0/2^31 is an exact float
+
+
+def f_for_epsilon(epsilon: float, h: int) -> float:
+    """The f whose PRR spends ε∞ ≤ ε and as close as the 2^-32 grid allows: f/2 = T0/2^32 with T0
+    the smallest integer such that ((2^32 − T0)/T0)^{2h} ≤ e^ε (decided exactly, ``exp_bounds``'s
+    lower bound of e^ε). At ε = ``Rappor(f=0.5, h=2, ...).epsilon_inf`` it gives the paper's 0.5.
+
+    Raises
+    ------
+    ParameterError
+        ε so small that even T0 = 2^31 − 1 (f just below 1) exceeds it.
+    """
+    from ldp.core.audit import exp_bounds
+
+    h = require_integer("rappor h (hash functions)", h, 1, MAX_H)
+    top = 1 << _F_GRID
+    bound = exp_bounds(epsilon)[0]
+
+    def ok(t0: int) -> bool:
+        return Fraction(top - t0, t0) ** (2 * h) <= bound
+
+    guess = max(1, min(top // 2 - 1, math.ceil(top / (1.0 + math.exp(min(epsilon / (2 * h), 700.0))))))
+    if not ok(top // 2 - 1):
+        raise ParameterError(f"rappor: epsilon={epsilon!r} is below what f < 1 on the 2^-{_F_GRID} grid allows with h={h}; ask a larger epsilon")
+    t0 = guess
+    while not ok(t0):  # the float guess was a little low: move up to the first T0 that fits
+        t0 += 1
+    while t0 > 1 and ok(t0 - 1):  # a little high: move down while it still fits
+        t0 -= 1
+    return t0 / float(top // 2)
+
+
+def category_string(value: float) -> str:
+    """A query value's RAPPOR string: ``str(int(v))`` for an integral value, else ``repr(float(v))``."""
+    v = float(value)
+    return str(int(v)) if v.is_integer() else repr(v)
+
+
+@dataclass(frozen=True)
+class MemoizedRappor(Randomizer):
+    """``rappor``: full RAPPOR (Erlingsson et al. 2014) over a query's finite values, as a
+    randomizer a round can ask (``RandomizerSpec("rappor", query, ε∞, {k, h, m, f, p, q, hash_seed})``).
+
+    Each value is the string ``category_string(v)``. A report is the IRR (from the report's own
+    draws) of the user's PRR, ``permanent_response(memo, user, x, cohort, rappor, question)``, with
+    the cohort ``cohorts(memo, user, rappor)``: both keyed by the users' memo key
+    (``UserRandomness.memo``, only a shard holds it) through ``memo_subkey``; the question is the
+    query's JSON. The cohort is the user's secret draw, so the report carries it, as the paper's:
+    a wire row is the ⌈k/8⌉ IRR bytes then the cohort in one byte (m ≤ 256) or two (big-endian)
+    (``split`` undoes it for ``bloom_counts`` and ``decode``).
+
+    **Budget.** ``epsilon`` is ε∞ (what the ledger charges a user's first report of the label;
+    later reports cost ``MEMO_REPEAT_EPSILON``, ``ldp.local.shard.Shard``). The realized PRR
+    ratio (T1/T0)^{2h} never exceeds e^ε (exactly). Without ``f`` in the params, f is derived
+    from ε (``f_for_epsilon``); with it, the spec's ε must be the paper's ε∞ = 2h·ln[(1 − f/2)/(f/2)]
+    (``Rappor.epsilon_inf``) to 10^-9 relative, else the builder refuses naming both. The single
+    report's ε1 (``Rappor.epsilon_1``) is what one report alone reveals; it is not charged.
+    """
+
+    epsilon: float
+    rappor: Rappor
+    categories: tuple[float, ...]
+    question: str = ""
+    kind: ClassVar[str] = "rappor"
+    report_dtype: ClassVar[type[np.generic]] = np.uint8
+
+    def __post_init__(self) -> None:
+        from ldp.core.audit import exp_bounds
+
+        cats = tuple(sorted(float(c) for c in self.categories))
+        if len(cats) < 1 or len(set(cats)) != len(cats):
+            raise ParameterError(f"rappor needs distinct categories, got {self.categories[:8]}")
+        object.__setattr__(self, "categories", cats)
+        if not self.rappor.permanent_ratio <= exp_bounds(self.epsilon)[0]:
+            raise ParameterError(f"rappor: the PRR's realized ε∞ = {self.rappor.permanent_loss!r} exceeds the spec's epsilon={self.epsilon!r}")
+
+    @functools.cached_property
+    def strings(self) -> tuple[str, ...]:
+        """Each category's RAPPOR string (``category_string``), in the categories' order."""
+        return tuple(category_string(c) for c in self.categories)
+
+    @property
+    def memo_label(self) -> str:
+        """What fixes the PRRs and cohorts (``ldp.core.longitudinal.memo_ledger_identity``): the
+        Bloom parameters, f, the hash seed (``Rappor.label``) and the question."""
+        return f"rappor|{self.rappor.label}|{len(self.question)}:{self.question}"
+
+    @property
+    def cohort_bytes(self) -> int:
+        return 1 if self.rappor.m <= 256 else 2
+
+    @property
+    def report_columns(self) -> int:
+        return self.rappor.report_columns + self.cohort_bytes
+
+    def report_domains(self) -> tuple[np.ndarray | None, ...]:
+        """IRR bytes free but the last's padding bits (zero); the cohort's bytes below m."""
+        k, m = self.rappor.k, self.rappor.m
+        pad = -k % 8
+        bits = (None,) * (self.rappor.report_columns - 1) + (None if pad == 0 else np.arange(0, 256, 1 << pad),)
+        if self.cohort_bytes == 1:
+            return bits + (np.arange(m),)
+        return bits + (np.arange(((m - 1) >> 8) + 1), None)
+
+    def input_domain(self) -> np.ndarray:
+        return np.asarray(self.categories)
+
+    def split(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(IRR bit rows, cohorts) of wire rows, for ``bloom_counts``; a ParameterError if malformed."""
+        w = np.asarray(rows, dtype=np.uint8)
+        if w.ndim != 2 or w.shape[1] != self.report_columns:
+            raise ParameterError(f"rappor reports are rows of {self.report_columns} bytes, got shape {w.shape}")
+        cols = self.rappor.report_columns
+        c = w[:, cols].astype(np.int64) if self.cohort_bytes == 1 else (w[:, cols].astype(np.int64) << 8) | w[:, cols + 1]
+        return np.ascontiguousarray(w[:, :cols]), c
+
+    def join(self, bits: np.ndarray, cohorts_: np.ndarray) -> np.ndarray:
+        """Wire rows from IRR bit rows and cohorts (``split``'s inverse)."""
+        c = np.asarray(cohorts_, dtype=np.int64)
+        tail = c[:, None].astype(np.uint8) if self.cohort_bytes == 1 else np.stack([(c >> 8).astype(np.uint8), (c & 0xFF).astype(np.uint8)], axis=1)
+        return np.concatenate([np.asarray(bits, dtype=np.uint8), tail], axis=1)
+
+    def sample(self, inputs: np.ndarray, randomness: Draws) -> np.ndarray:
+        from ldp.core.errors import LDPError
+
+        memo = getattr(randomness, "memo", None)
+        if memo is None:
+            raise LDPError("rappor: a memoized report needs the users' memo key, which only a shard holds (UserRandomness.memo)")
+        users = np.asarray(randomness.users, dtype=np.int64)
+        idx = np.searchsorted(np.asarray(self.categories), np.asarray(inputs, dtype=np.float64))
+        strings = [self.strings[i] for i in idx.tolist()]
+        c = cohorts(bytes(memo), users, self.rappor)
+        prr = permanent_response(bytes(memo), users, strings, c, self.rappor, self.question)
+        return self.join(instantaneous_response(prr, randomness, self.rappor), c)
+
+    def log_prob(self, u: np.ndarray | float, w: np.ndarray | float) -> np.ndarray:
+        """ln Pr[one report w | value u]: the cohort's 1/m (nominal) times the bits' realized q*
+        (set in u's Bloom pattern in that cohort) or p* (unset), independent given the pattern."""
+        bits, c = self.split(np.atleast_2d(np.asarray(w, dtype=np.uint8)))
+        uu = np.broadcast_to(np.asarray(u, dtype=np.float64), (len(c),)).ravel()
+        qs, ps = (float(x) for x in self.rappor.report_probabilities())
+        idx = np.searchsorted(np.asarray(self.categories), uu)
+        B = bloom_matrix(bloom_bits([self.strings[i] for i in idx.tolist()], c, self.rappor), self.rappor.k)
+        S = np.unpackbits(bits, axis=1, count=self.rappor.k).astype(bool)
+        p = np.where(B, qs, ps)
+        return np.log(np.where(S, p, 1.0 - p)).sum(axis=1) - math.log(self.rappor.m)
+
+    def decode(self, rows: np.ndarray, alpha: float = 0.05) -> Decoded:
+        """The categories' frequencies from wire rows (``split``, ``bloom_counts``, ``decode``)."""
+        bits, c = self.split(rows)
+        counts, N = bloom_counts(bits, c, self.rappor)
+        return decode(counts, N, self.strings, self.rappor, alpha)
+
+
+def _param(spec: Any, name: str, kind: type) -> Any:
+    value = spec.params.get(name, DEFAULTS.get(name))
+    ok = isinstance(value, str) if kind is str else (not isinstance(value, bool) and isinstance(value, (int, float) if kind is float else int))
+    if not ok:
+        raise ParameterError(f"rappor {name} must be {'a string' if kind is str else 'an integer' if kind is int else 'a number'}, got {value!r}"[:200])
+    return value
+
+
+@register_randomizer("rappor", params=("k", "h", "m", "f", "p", "q", "hash_seed"))
+def build_rappor(spec: SpecView, query: Query) -> Randomizer:
+    """Full RAPPOR over the query's finite values (``MemoizedRappor``); params default to the
+    paper's k = 128, h = 2, m = 64, p = 0.5, q = 0.75 and f from the spec's ε (``f_for_epsilon``)."""
+    import json
+
+    check_params(spec.kind, spec.params)
+    values = query.values()
+    if values is None:
+        raise ParameterError(f"rappor needs a query with a small finite set of values; {spec.query.name!r} has none")
+    k, h, m = _param(spec, "k", int), _param(spec, "h", int), _param(spec, "m", int)
+    p, q, seed = _param(spec, "p", float), _param(spec, "q", float), _param(spec, "hash_seed", str)
+    if "f" in spec.params:
+        f = _param(spec, "f", float)
+        R = Rappor(k, h, m, f, p, q, seed)
+        if not math.isclose(R.epsilon_inf, spec.epsilon, rel_tol=1e-9):
+            raise ParameterError(
+                f"rappor: the spec's epsilon={spec.epsilon!r} is not the ε∞ = 2h·ln[(1 − f/2)/(f/2)] = {R.epsilon_inf!r} of f={f!r}, h={h}; ask epsilon={R.epsilon_inf!r} or leave f out"
+            )
+    else:
+        R = Rappor(k, h, m, f_for_epsilon(spec.epsilon, h), p, q, seed)
+    question = json.dumps(spec.query.to_json(), sort_keys=True, allow_nan=True)
+    return MemoizedRappor(spec.epsilon, R, tuple(values.tolist()), question)

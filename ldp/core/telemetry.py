@@ -98,9 +98,10 @@ from typing import ClassVar, NamedTuple
 import numpy as np
 
 from ldp.core.audit import exp_bounds, log_ratio
-from ldp.core.errors import ParameterError, require_epsilon, require_integer, require_positive_finite
+from ldp.core.errors import LDPError, ParameterError, require_epsilon, require_integer, require_positive_finite
 from ldp.core.plus_minus import PlusMinusRandomizedResponse
-from ldp.core.randomizer_base import TWO53, TWO64, Interval, Randomizer, rr_cells, uniform_index
+from ldp.core.queries import Query
+from ldp.core.randomizer_base import TWO53, TWO64, Interval, Randomizer, SpecView, check_params, register_randomizer, rr_cells, uniform_index
 from ldp.core.rng import KEY_BYTES, Draws, UserRandomness, derive_subkey
 
 __all__ = [
@@ -116,6 +117,11 @@ __all__ = [
     "memo_charge",
     "MAX_SAMPLED",
     "MAX_COUNTER_BOUND",
+    "MemoizedDBitFlip",
+    "MemoizedAlphaOneBitMean",
+    "build_dbitflip_pm",
+    "build_alpha_one_bit_mean",
+    "value_grid",
 ]
 
 MAX_SAMPLED = 256  # d: the sampler is O(n·d²); the paper's d is small (1–4 in its experiments)
@@ -675,3 +681,244 @@ def memo_charge(history: np.ndarray, epsilon: float) -> float:
     (``memo_transcript_loss`` ≤ e^{that} for any two histories of the same pattern). It does not
     cover *when* the state changed (unbounded, never chargeable)."""
     return float(epsilon) * len(np.unique(np.asarray(history)))
+
+
+# --- the registered kinds: dbitflip_pm and alpha_one_bit_mean, memoized, asked in rounds ---
+
+
+def _question(spec: SpecView) -> str:
+    """The question a memoized kind's coins are keyed by: the query's JSON (as ``l_grr``'s)."""
+    import json
+
+    return json.dumps(spec.query.to_json(), sort_keys=True, allow_nan=True)
+
+
+def _memo_of(kind: str, randomness: Draws) -> bytes:
+    memo = getattr(randomness, "memo", None)
+    if memo is None:
+        raise LDPError(f"{kind}: a memoized report needs the users' memo key, which only a shard holds (UserRandomness.memo)")
+    return bytes(memo)
+
+
+def _padding_domain(bits: int) -> np.ndarray | None:
+    """The allowed values of the last byte of ``bits`` packed bits: its padding bits are zero."""
+    pad = -bits % 8
+    return None if pad == 0 else np.arange(0, 256, 1 << pad)
+
+
+def _index_domains(k: int) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """The allowed (high, low) bytes of an index in [0, k) written big-endian in two bytes."""
+    return np.arange(((k - 1) >> 8) + 1), (np.arange(k) if k <= 256 else None)
+
+
+@dataclass(frozen=True)
+class MemoizedDBitFlip(Randomizer):
+    """``dbitflip_pm``: dBitFlipPM (Ding et al. 2017) over a query's finite values as a randomizer a
+    round can ask, memoized on the users' side (``RandomizerSpec("dbitflip_pm", query, ε, {"d": d})``).
+
+    Buckets are the query's values in order (k of them; the paper's ⌊value/(domain/k)⌋ is the
+    query's business). A report is ``DBitFlipPM(DBitFlip(ε, k, d), K).report(users, buckets)``
+    with K = ``memo_subkey(memo, "kind " + memo_label)``: the memo key (``UserRandomness.memo``,
+    only a shard holds it) and the label fix every coin — the sample and each state's bits —
+    so every report of one value repeats the first, in any round, session or process life.
+    dBitFlipPM without output perturbation has no per-report coins (the paper's §3): the report's
+    own draws are not read, its nonce only advances.
+
+    **Charge** (``ldp.local.shard.Shard``): ε for a user's first report of the label, then
+    ``MEMO_REPEAT_EPSILON``: every report from one state is the first (ε-LDP, ``DBitFlip``);
+    a user's value is fixed for the life of their data, so the state does not change between
+    rounds (a changed state would cost ε per state, ``memo_charge``; not protected: *when*).
+
+    Wire: rows of 2d + ⌈d/8⌉ bytes: the d sampled buckets big-endian in two bytes each, then
+    the d bits packed (``unpack`` gives a ``DBitFlipReports``).
+    """
+
+    epsilon: float
+    categories: tuple[float, ...]
+    d: int = 1
+    question: str = ""
+    kind: ClassVar[str] = "dbitflip_pm"
+    report_dtype: ClassVar[type[np.generic]] = np.uint8
+
+    def __post_init__(self) -> None:
+        cats = tuple(sorted(float(c) for c in self.categories))
+        if len(cats) < 2 or len(set(cats)) != len(cats):
+            raise ParameterError(f"dbitflip_pm needs k ≥ 2 distinct categories, got {self.categories[:8]}")
+        object.__setattr__(self, "categories", cats)
+        object.__setattr__(self, "epsilon", require_epsilon(self.epsilon))
+        self.oracle  # noqa: B018  (validates k, d and ε/2's cells)
+
+    @functools.cached_property
+    def oracle(self) -> DBitFlip:
+        return DBitFlip(self.epsilon, len(self.categories), self.d)
+
+    @property
+    def k(self) -> int:
+        return len(self.categories)
+
+    @property
+    def memo_label(self) -> str:
+        """What fixes the memoized coins (``ldp.core.longitudinal.memo_ledger_identity``): ε, k, d, the question."""
+        return f"dbitflip_pm|eps={float(self.epsilon).hex()}|k={self.k}|d={self.d}|{len(self.question)}:{self.question}"
+
+    def memoized(self, memo: bytes) -> DBitFlipPM:
+        """The users' ``DBitFlipPM`` under this label (users' side only)."""
+        return DBitFlipPM(self.oracle, memo_subkey(bytes(memo), "kind " + self.memo_label))
+
+    def input_domain(self) -> np.ndarray:
+        return np.asarray(self.categories)
+
+    def buckets(self, inputs: np.ndarray) -> np.ndarray:
+        return np.searchsorted(np.asarray(self.categories), np.asarray(inputs, dtype=np.float64)).astype(np.int64)
+
+    @property
+    def report_columns(self) -> int:
+        return 2 * self.d + (self.d + 7) // 8
+
+    def report_domains(self) -> tuple[np.ndarray | None, ...]:
+        hi, lo = _index_domains(self.k)
+        return (hi, lo) * self.d + (None,) * ((self.d + 7) // 8 - 1) + (_padding_domain(self.d),)
+
+    def pack(self, reports: DBitFlipReports) -> np.ndarray:
+        """(n, 2d + ⌈d/8⌉) uint8 rows: buckets big-endian, then the packed bits."""
+        j = np.asarray(reports.buckets, dtype=">u2").view(np.uint8).reshape(len(reports.buckets), 2 * self.d)
+        return np.concatenate([j, np.packbits(np.asarray(reports.bits, dtype=np.uint8), axis=1)], axis=1)
+
+    def unpack(self, rows: np.ndarray) -> DBitFlipReports:
+        """The ``DBitFlipReports`` of wire rows (checked: ``DBitFlip.check_reports``)."""
+        w = np.ascontiguousarray(np.asarray(rows, dtype=np.uint8))
+        if w.ndim != 2 or w.shape[1] != self.report_columns:
+            raise ParameterError(f"dbitflip_pm reports are rows of {self.report_columns} bytes, got shape {w.shape}")
+        j = w[:, : 2 * self.d].copy().view(">u2").astype(np.int64)
+        bits = np.unpackbits(w[:, 2 * self.d :], axis=1, count=self.d)
+        j_, b_ = self.oracle.check_reports(DBitFlipReports(j, bits))
+        return DBitFlipReports(j_, b_)
+
+    def sample(self, inputs: np.ndarray, randomness: Draws) -> np.ndarray:
+        memo = _memo_of(self.kind, randomness)
+        users = np.asarray(randomness.users, dtype=np.int64)
+        return self.pack(self.memoized(memo).report(users, self.buckets(inputs)))
+
+    def log_prob(self, u: np.ndarray | float, w: np.ndarray | float) -> np.ndarray:
+        """ln Pr[one report w | value u] (w a wire row): the sample's nominal 1/(k(k−1)…(k−d+1))
+        times the bits' realized p (own bucket) or q (another)."""
+        rows = np.atleast_2d(np.asarray(w, dtype=np.uint8))
+        rep = self.unpack(rows.reshape(-1, self.report_columns))
+        v = self.buckets(np.broadcast_to(np.asarray(u, dtype=np.float64), (len(rep.buckets),)).ravel())
+        p, q = (float(x) for x in self.oracle.bit_probabilities())
+        prob = np.where(rep.buckets == v[:, None], p, q)
+        bits = np.log(np.where(rep.bits == 1, prob, 1.0 - prob)).sum(axis=1)
+        sample = -sum(np.log(self.k - t) for t in range(self.d))
+        return bits + sample
+
+    def frequencies(self, rows: np.ndarray) -> np.ndarray:
+        """The paper's unbiased frequency of each category (``DBitFlip.frequencies``)."""
+        return self.oracle.frequencies(self.unpack(rows))
+
+
+@dataclass(frozen=True)
+class MemoizedAlphaOneBitMean(Randomizer):
+    """``alpha_one_bit_mean``: 1BitMean with α-point rounding, memoized (Ding et al. 2017), over a
+    query whose finite values lie on an evenly spaced grid v_0 + iΔ, i = 0..m
+    (``RandomizerSpec("alpha_one_bit_mean", query, ε, {"s": s})``).
+
+    A value v is the counter x = (v − v_0)/Δ ∈ {0, …, m}; the report is
+    ``AlphaRoundedOneBitMean(ε, m, s, K).report(users, x)``, one bit, with
+    K = ``memo_subkey(memo, "kind " + memo_label)``: α and each grid point's bit are fixed by the
+    memo key and the label, so every report of one value repeats the first; no per-report coin
+    (the report's nonce only advances). The mean of the query is v_0 + Δ·(the 1BitMean mean)
+    (``mean``). Charge as ``MemoizedDBitFlip``: ε for the first report of the label, then
+    ``MEMO_REPEAT_EPSILON`` (one state per question while the data are fixed).
+    """
+
+    epsilon: float
+    low: float
+    spacing: float
+    m: int
+    s: int = 1
+    question: str = ""
+    values: tuple[float, ...] = ()  # the query's values (a subset of the grid); () = the whole grid
+    kind: ClassVar[str] = "alpha_one_bit_mean"
+    report_dtype: ClassVar[type[np.generic]] = np.uint8
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "epsilon", require_epsilon(self.epsilon))
+        AlphaRoundedOneBitMean(self.epsilon, self.m, self.s, bytes(KEY_BYTES))  # validates m, s (and ε)
+
+    @property
+    def memo_label(self) -> str:
+        """What fixes α and the bits: ε, the grid (v_0, Δ, m), s and the question."""
+        return f"alpha_one_bit_mean|eps={float(self.epsilon).hex()}|v0={float(self.low).hex()}|dv={float(self.spacing).hex()}|m={self.m}|s={self.s}|{len(self.question)}:{self.question}"
+
+    def memoized(self, memo: bytes) -> AlphaRoundedOneBitMean:
+        """The users' ``AlphaRoundedOneBitMean`` under this label (users' side only)."""
+        return AlphaRoundedOneBitMean(self.epsilon, self.m, self.s, memo_subkey(bytes(memo), "kind " + self.memo_label))
+
+    def input_domain(self) -> np.ndarray:
+        """The query's values (never the whole grid, which may have up to 2^40 + 1 points)."""
+        if self.values:
+            return np.asarray(self.values, dtype=np.float64)
+        return self.low + self.spacing * np.arange(self.m + 1, dtype=np.float64)
+
+    def counters(self, inputs: np.ndarray) -> np.ndarray:
+        return np.rint((np.asarray(inputs, dtype=np.float64) - self.low) / self.spacing).astype(np.int64)
+
+    def output_domain(self) -> np.ndarray:
+        return np.array([0.0, 1.0])
+
+    def sample(self, inputs: np.ndarray, randomness: Draws) -> np.ndarray:
+        memo = _memo_of(self.kind, randomness)
+        return self.memoized(memo).report(np.asarray(randomness.users, dtype=np.int64), self.counters(inputs))
+
+    def log_prob(self, u: np.ndarray | float, w: np.ndarray | float) -> np.ndarray:
+        """ln Pr[one report w | value u], averaged over α: Pr[1 | x] = E_α[T(x̃)]/2^53, 1BitMean's at
+        x up to the cells' rounding (T is affine in x but for it, and E_α[x̃] = x for uniform α)."""
+        x = self.counters(np.asarray(u, dtype=np.float64))
+        one = OneBitMean(self.epsilon, float(self.m)).bit_probabilities(x.astype(np.float64))
+        return np.log(np.where(np.asarray(w) == 1, one, 1.0 - one))
+
+    def mean(self, reports: np.ndarray) -> float:
+        """The unbiased estimate of the query's mean: v_0 + Δ·(the memoized 1BitMean mean)."""
+        return float(self.low + self.spacing * OneBitMean(self.epsilon, float(self.m)).mean(np.asarray(reports)))
+
+
+def value_grid(kind: str, values: np.ndarray) -> tuple[float, float, int]:
+    """(v_0, Δ, m) with values ⊆ {v_0 + iΔ: i = 0..m}, Δ the smallest gap; or a ParameterError."""
+    v = np.unique(np.asarray(values, dtype=np.float64))
+    if len(v) == 1:
+        return float(v[0]), 1.0, 1
+    delta = float(np.diff(v).min())
+    steps = (v - v[0]) / delta
+    idx = np.rint(steps)
+    if not np.allclose(v[0] + idx * delta, v, rtol=1e-9, atol=1e-9 * delta) or idx[-1] > MAX_COUNTER_BOUND:
+        raise ParameterError(f"{kind} needs a query whose values lie on an evenly spaced grid of at most 2^40 steps; got {v[:4].tolist()}... (smallest gap {delta!r})")
+    return float(v[0]), delta, int(idx[-1])
+
+
+@register_randomizer("dbitflip_pm", params=("d",))
+def build_dbitflip_pm(spec: SpecView, query: Query) -> Randomizer:
+    """dBitFlipPM over the query's finite values (``MemoizedDBitFlip``); params: d (default 1)."""
+    check_params(spec.kind, spec.params)
+    values = query.values()
+    if values is None:
+        raise ParameterError(f"dbitflip_pm needs a query with a small finite set of values; {spec.query.name!r} has none")
+    cats = tuple(values.tolist()) if len(values) >= 2 else (float(values[0]), float(values[0]) + 1.0)
+    d = spec.params.get("d", 1)
+    if isinstance(d, bool) or not isinstance(d, int):
+        raise ParameterError(f"dbitflip_pm d (sampled buckets) must be an integer, got {d!r}")
+    return MemoizedDBitFlip(spec.epsilon, cats, d, _question(spec))
+
+
+@register_randomizer("alpha_one_bit_mean", params=("s",))
+def build_alpha_one_bit_mean(spec: SpecView, query: Query) -> Randomizer:
+    """α-rounded memoized 1BitMean over a query with evenly spaced finite values
+    (``MemoizedAlphaOneBitMean``); params: s, the grid step in counter units (default 1: no rounding)."""
+    check_params(spec.kind, spec.params)
+    values = query.values()
+    if values is None:
+        raise ParameterError(f"alpha_one_bit_mean needs a query with finite, evenly spaced values; {spec.query.name!r} has none")
+    low, spacing, m = value_grid(spec.kind, values)
+    s = spec.params.get("s", 1)
+    if isinstance(s, bool) or not isinstance(s, int):
+        raise ParameterError(f"alpha_one_bit_mean s (the grid step) must be an integer, got {s!r}")
+    return MemoizedAlphaOneBitMean(spec.epsilon, low, spacing, m, s, _question(spec), tuple(np.unique(values).tolist()))
