@@ -27,8 +27,10 @@ from ldp.classroom.enrol import ca_fingerprint, name_problem, seat_proof
 from ldp.classroom.lessons import SENSITIVE_QUESTION, TRAVEL, ClassPlan
 from ldp.classroom.student import ask_answers, check_join
 from ldp.core.errors import ParameterError
+from tests.waits import PROCESS_WAIT_S
 
-WAIT_S = 120.0  # the bound on every wait for a process: a hung run fails, a slow one passes
+WAIT_S = PROCESS_WAIT_S  # the bound on every wait for a process: a hung run fails, a slow one passes
+pytestmark = pytest.mark.timeout(2 * int(PROCESS_WAIT_S))  # a hang guard, above the waits it holds
 TOKEN = "t" * 43
 CA = b"-----BEGIN CERTIFICATE-----\nnot a real one\n-----END CERTIFICATE-----\n"
 ENV = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONIOENCODING": "utf-8"}

@@ -22,13 +22,15 @@ from typing import Any
 
 import pytest
 
+from tests.waits import PROCESS_WAIT_S
+
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = pytest.mark.timeout(2 * int(PROCESS_WAIT_S))  # a hang guard, above the waits it holds
 
 LDP_SIM = str(Path(sys.executable).parent / "ldp-sim")
-DEADLINE_S = 120.0
+DEADLINE_S = PROCESS_WAIT_S  # a hang guard on a process, never a speed claim
 CATS = ["Adelie", "Chinstrap", "Gentoo"]
 
 

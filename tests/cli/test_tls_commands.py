@@ -51,17 +51,18 @@ import grpc
 import pytest
 
 from ldp.wire.v1 import aggregator_pb2 as pb
+from tests.waits import PROCESS_WAIT_S
 from tests.wire.proc_helpers import PYTHON, reap, wait_exit
 
 # One Ray cluster at a time on this machine: two at once (this file's `run --launcher ray` and
 # tests/wire/test_ray_launcher.py's cluster, on two xdist workers) once lost a raylet
 # (NodeDiedError); both files are one unit of the loadgroup scheduler (tests/conftest.py).
-pytestmark = [pytest.mark.timeout(300), pytest.mark.xdist_group("ray")]
+pytestmark = [pytest.mark.timeout(2 * int(PROCESS_WAIT_S)), pytest.mark.xdist_group("ray")]  # a hang guard, above the waits it holds
 
 _SCRIPT = Path(sys.executable).parent / "ldp-sim"
 LDP_SIM = [str(_SCRIPT)] if _SCRIPT.exists() else [PYTHON, "-m", "ldp.cli.main"]
 USERS = 40
-DEADLINE_S = 60.0  # any single wait; a healthy run takes a few seconds
+DEADLINE_S = PROCESS_WAIT_S  # any single wait on a process: a hang guard, never a speed claim
 REFUSE_TIMEOUT = ["--connect-timeout", "2"]  # impostors give up after 2 s of refused handshakes
 # The broken variant: the real command, with serve's TLS dropped as in issue 23.
 BROKEN_SERVE = [PYTHON, "-c", "import sys, ldp.cli.main as m, ldp.cli.serve as s; s.serve_tls = lambda ns: None; sys.exit(m.main(sys.argv[1:]))"]
@@ -423,6 +424,6 @@ def test_run_with_ray_over_tls_completes(files: Files) -> None:
     done = _sh(
         ["run", "rr-demo", "--users", "200", "--processes", "1", "--out", str(files.root / "ray-results"), "--launcher", "ray",
          "--tls", str(files.pki), "--token-file", str(files.pki / "token")],
-        files.root, timeout_s=240,
+        files.root,
     )  # fmt: skip
     assert done.returncode == 0 and "done in" in done.stdout, done.stdout + done.stderr

@@ -103,7 +103,7 @@ CASES: list[tuple[str, Callable[[], Any], type[Exception], str]] = [
     # --- RandomizerSpec ---
     *[(f"RandomizerSpec epsilon={e!r}", (lambda e=e: RandomizerSpec("binary_rr", BIT, e)), ParameterError, "epsilon")
       for e in (0, -1, NAN, INF, -INF, "abc", None, True, 1e-300, 2000.0, "0.5", [0.5])],
-    ("RandomizerSpec unknown kind", lambda: RandomizerSpec("nosuch_rr", BIT, 0.5), UnknownKindError, "unknown randomizer kind 'nosuch_rr'; registered kinds are ['adaptive_fo', 'binary_rr'"),
+    ("RandomizerSpec unknown kind", lambda: RandomizerSpec("nosuch_rr", BIT, 0.5), UnknownKindError, "unknown randomizer kind 'nosuch_rr'; registered kinds are ['adaptive_fo', 'alpha_one_bit_mean', 'binary_rr'"),
     ("RandomizerSpec kind not a string", lambda: RandomizerSpec(5, BIT, 0.5), ParameterError, "randomizer kind must be a string"),
     ("RandomizerSpec query a string", lambda: RandomizerSpec("binary_rr", "b", 0.5), ParameterError, "query must be a QuerySpec"),
     ("RandomizerSpec params a list", lambda: RandomizerSpec("binary_rr", BIT, 0.5, [1, 2]), ParameterError, "params must be a mapping"),

@@ -63,7 +63,7 @@ BAND = 0.05
 # P(|X/N − q| ≥ BAND) for X ~ Binomial(N, q): the chance that a sound configuration fails a check.
 FALSE_ALARM = float(binom.cdf(math.ceil(N * (INDEPENDENT - BAND)), N, INDEPENDENT) + binom.sf(math.floor(N * (INDEPENDENT + BAND)) - 1, N, INDEPENDENT))
 CLI = [sys.executable, "-m", "ldp.cli.main"]
-DEADLINE_S = 60.0
+DEADLINE_S = PROCESS_WAIT_S  # a hang guard on a process, never a speed claim
 
 
 
