@@ -159,7 +159,9 @@ def exp_bounds(epsilon: float) -> tuple[Fraction, Fraction]:
 
 
 def log_ratio(r: Fraction) -> float:
-    """ln r for a rational r ≥ 1, correctly rounded to double (80-digit Decimal logarithms)."""
+    """ln r for a positive rational r, correctly rounded to double (80-digit Decimal logarithms);
+    negative for r < 1. The one exact logarithm of a ratio here (audits, the longitudinal and
+    RAPPOR losses)."""
     with localcontext() as ctx:
         ctx.prec = EXP_DIGITS
         return float(Decimal(r.numerator).ln() - Decimal(r.denominator).ln())

@@ -77,6 +77,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from ldp.core.audit import log_ratio
 from ldp.core.errors import LDPError, ParameterError, require_epsilon, require_integer
 from ldp.core.frequency_oracles import FrequencyOracle, OptimizedUnaryEncoding, SymmetricUnaryEncoding, UnaryEncoding, bit_column_counts
 from ldp.core.queries import Query
@@ -123,13 +124,6 @@ def _exp_low(epsilon: float) -> Fraction:
         e = Decimal(float(epsilon)).exp()
         ctx.rounding = ROUND_FLOOR
         return Fraction(e - e.scaleb(-(DECIMAL_PREC - 2)))
-
-
-def _log(r: Fraction) -> float:
-    """ln r of a positive rational, to double precision (80-digit Decimal logarithms)."""
-    with localcontext() as ctx:
-        ctx.prec = DECIMAL_PREC
-        return float(Decimal(r.numerator).ln() - Decimal(r.denominator).ln())
 
 
 def _bisect(lo: int, hi: int, ok: Any) -> int:
@@ -266,7 +260,7 @@ class LongitudinalOracle:
     @property
     def single_report_loss(self) -> float:
         """ln of ``single_report_ratio``: one report's realized privacy loss, ≤ ε1."""
-        return _log(self.single_report_ratio)
+        return log_ratio(self.single_report_ratio)
 
     @property
     def permanent_ratio(self) -> Fraction:
@@ -279,7 +273,7 @@ class LongitudinalOracle:
     @property
     def permanent_loss(self) -> float:
         """ln of ``permanent_ratio``: the realized loss of every report of one value together, ≤ ε∞."""
-        return _log(self.permanent_ratio)
+        return log_ratio(self.permanent_ratio)
 
     @property
     def report_columns(self) -> int:
@@ -338,7 +332,7 @@ def _second_round_cells(protocol: str, k: int, eps_inf: float, eps_1: float, cal
                 continue
             s1 = _bisect(half + 1, top - 1, lambda s, t=top: _ue_ratio(p1, q1, Fraction(s, t), Fraction(t - s, t)) <= bound)
             cells = (s1, top - s1)
-        loss = _log(_ue_ratio(p1, q1, Fraction(cells[0], top), Fraction(cells[1], top)))
+        loss = log_ratio(_ue_ratio(p1, q1, Fraction(cells[0], top), Fraction(cells[1], top)))
         if loss >= (1 - 2**-7) * eps_1 or b == 64:  # as ``UnaryEncoding.chunk_bits``: the smallest b that is tight
             return cells[0], cells[1], b
     raise ParameterError(f"{protocol} at epsilon_1={eps_1!r} is below the 2^-64 resolution of its draws; use a larger epsilon_1")
@@ -780,7 +774,7 @@ class RepeatedReports(Randomizer):
         uu, ww = np.broadcast_arrays(np.asarray(u, dtype=np.float64), np.asarray(w, dtype=np.float64))
         den = self._denominator()
         tables = {int(x): self._table(int(x)) for x in np.unique(uu)}
-        flat = [_log(Fraction(tables[int(a)][int(b)], den)) if tables[int(a)][int(b)] else -math.inf for a, b in zip(uu.ravel(), ww.ravel())]
+        flat = [log_ratio(Fraction(tables[int(a)][int(b)], den)) if tables[int(a)][int(b)] else -math.inf for a, b in zip(uu.ravel(), ww.ravel())]
         return np.asarray(flat, dtype=np.float64).reshape(uu.shape)
 
     def draw_cells(self, u: float) -> list[np.ndarray]:

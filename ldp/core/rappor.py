@@ -76,6 +76,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from ldp.core.audit import log_ratio
 from ldp.core.errors import ParameterError, require_integer, require_probability
 from ldp.core.frequency_oracles import bit_column_counts
 from ldp.core.queries import Query
@@ -118,12 +119,6 @@ def _log_up(r: Fraction) -> float:
         x = Decimal(r.numerator).ln() - Decimal(r.denominator).ln()
     y = float(x)
     return y if Decimal(y) >= x else math.nextafter(y, math.inf)
-
-
-def _log(r: Fraction) -> float:
-    with localcontext() as ctx:
-        ctx.prec = DECIMAL_PREC
-        return float(Decimal(r.numerator).ln() - Decimal(r.denominator).ln())
 
 
 def _ceil(x: Fraction) -> int:
@@ -270,7 +265,7 @@ class Rappor:
 
     @property
     def permanent_loss(self) -> float:
-        return _log(self.permanent_ratio)
+        return log_ratio(self.permanent_ratio)
 
     @property
     def single_report_ratio(self) -> Fraction:
@@ -279,7 +274,7 @@ class Rappor:
 
     @property
     def single_report_loss(self) -> float:
-        return _log(self.single_report_ratio)
+        return log_ratio(self.single_report_ratio)
 
     def pair_loss(self, x: str, y: str, cohort: int, *, memoized: bool = True, periods: int = 1) -> float:
         """The worst loss between strings x and y in one cohort, by structure: the bits are
@@ -295,10 +290,10 @@ class Rappor:
         if memoized and periods > 1:
             (a1, a0) = self.prr_probabilities()
             r = a1 / a0
-            return (a + d) * _log(r)
+            return (a + d) * log_ratio(r)
         qs, ps = self.report_probabilities()
         r1, r0 = qs / ps, (1 - ps) / (1 - qs)
-        one = max(a * _log(r1) + d * _log(r0), d * _log(r1) + a * _log(r0))
+        one = max(a * log_ratio(r1) + d * log_ratio(r0), d * log_ratio(r1) + a * log_ratio(r0))
         return periods * one
 
     # --- the public hashes ---
@@ -739,7 +734,7 @@ class ReportChannel(Randomizer):
         uu, ww = np.broadcast_arrays(np.asarray(u, dtype=np.float64), np.asarray(w, dtype=np.float64))
         den = self._denominator()
         tables = {int(x): self._table(int(x)) for x in np.unique(uu)}
-        flat = [_log(Fraction(tables[int(a)][int(c)], den)) if tables[int(a)][int(c)] else -math.inf for a, c in zip(uu.ravel(), ww.ravel())]
+        flat = [log_ratio(Fraction(tables[int(a)][int(c)], den)) if tables[int(a)][int(c)] else -math.inf for a, c in zip(uu.ravel(), ww.ravel())]
         return np.asarray(flat, dtype=np.float64).reshape(uu.shape)
 
     def draw_cells(self, u: float) -> list[np.ndarray]:

@@ -468,7 +468,7 @@ class DBitFlip:
 
 
 def _ln(r: Fraction) -> float:
-    return log_ratio(r) if r >= 1 else -log_ratio(1 / r)
+    return log_ratio(r)
 
 
 # --- dBitFlipPM: the memoized sample and per-state bits ---
