@@ -78,7 +78,7 @@ from ldp.wire.aggregator import HANDSHAKE_TIMEOUT_S, Admission, GrpcAggregator, 
 from ldp.wire.grpc_stderr import grpc_stderr_in_words
 from ldp.wire.tls import ServerTLS, issue, make_ca, new_token, read_token, server_tls
 
-__all__ = ["GAP_INTERACTIVE", "GAP_ONE_ROUND", "ParityLessonSize", "Teacher", "classroom_aggregator", "parity_lesson_size", "query_label", "run_classroom", "short_query", "smallest_class_for_gap"]
+__all__ = ["GAP_INTERACTIVE", "GAP_ONE_ROUND", "ParityLessonSize", "Teacher", "classroom_aggregator", "join_command", "parity_lesson_size", "query_label", "run_classroom", "short_query", "smallest_class_for_gap"]
 
 _SCALE = float(1 << UNIT_BITS)
 MAX_CHIPS = 60  # raw reports listed per request on the dashboard (the rest are counted)
@@ -455,6 +455,22 @@ class Teacher:
             silent = "; ledger: no answer" if self._key(seat) in self._silent else ""
             lines.append(f"  seat {seat}: {info.name!r} from {info.address}, {status}{silent}")
         return lines or ["  no seat is taken"]
+
+    def join_shortfall(self, students: int, waited_s: float) -> str:
+        """Why fewer than ``students`` joined within ``waited_s``: how many seats were given and how
+        many of those connected, and the aggregator's last refusals (a wrong CA, a seat secret that
+        does not match, a handshake that timed out), so a teacher sees where joining stops."""
+        connected = self.connected_seats()
+        given = len(self._seats)
+        refusals = [e for e in (self.aggregator.events if self.aggregator is not None else []) if e.startswith(("rejected", "refused"))]
+        lines = [f"only {len(connected)} of {students} students joined within {waited_s:g} s: {given} seat{'' if given == 1 else 's'} given on the dashboard, {len(connected)} connected"]
+        if given == 0:
+            lines.append("no student's machine asked the dashboard for a seat (is the join command's address reachable from the students' machines?)")
+        if refusals:
+            lines.append(f"{len(refusals)} connection{'s were' if len(refusals) > 1 else ' was'} refused; the last: " + "; ".join(clean_text(r, 200) for r in refusals[-3:]))
+        elif given > len(connected):
+            lines.append("no connection was refused: the seats' machines have not reached the aggregator's port (a firewall between them, or machines still starting)")
+        return "\n".join(lines)
 
     def connected_seats(self) -> list[int]:
         if self.aggregator is None:
@@ -962,6 +978,15 @@ def local_address() -> str:
     return "127.0.0.1"
 
 
+def join_command(host: str, token: str, fingerprint: str) -> str:
+    """The command a student types, accepted by ``ldp-sim join`` exactly as printed, whatever the
+    token: one that begins with ``-`` (never one ``token_text`` draws, but a token file is the
+    teacher's to keep) is written ``--token=TOKEN``, since a parser reads a word beginning with
+    ``-`` as an option, not as the value of ``--token``."""
+    token_part = f"--token={token}" if token.startswith("-") else f"--token {token}"
+    return f"ldp-sim join {host} {token_part} --ca {fingerprint}"
+
+
 def _print_join(command: str, dashboard_url: str, say: Callable[[str], None]) -> None:
     import segno
 
@@ -1130,7 +1155,7 @@ async def classroom(ns: argparse.Namespace, say: Callable[[str], None] = print) 
         except OSError as exc:
             await aggregator.close("the classroom could not start")
             raise LDPError(f"cannot serve the dashboard on {ns.bind}:{ns.http_port} ({exc.strerror or exc}); choose another --http-port") from None
-        command = f"ldp-sim join {hosts[0]}:{http_port} --token {token} --ca {fingerprint}"
+        command = join_command(f"{hosts[0]}:{http_port}", token, fingerprint)
         # The page is plain HTTP: it shows the command without the token (the terminal has it).
         info["join"] = f"ldp-sim join {hosts[0]}:{http_port} --token TOKEN --ca {fingerprint}"
         info["dashboard"] = f"http://{hosts[0]}:{http_port}/"
@@ -1148,7 +1173,7 @@ async def classroom(ns: argparse.Namespace, say: Callable[[str], None] = print) 
                 end = loop.time() + ns.wait
                 while len(teacher.connected_seats()) < ns.students:
                     if loop.time() > end:
-                        raise LDPError(f"only {len(teacher.connected_seats())} of {ns.students} students joined within {ns.wait:g} s")
+                        raise LDPError(teacher.join_shortfall(ns.students, ns.wait))
                     await asyncio.sleep(0.05)
             else:
                 await console.enter("lessons, once everyone has joined")

@@ -84,6 +84,7 @@ __all__ = [
     "server_credentials",
     "server_paths",
     "server_tls",
+    "token_text",
     "token_metadata",
     "token_ok",
     "token_problem",
@@ -376,13 +377,28 @@ def issue(
 # --- the enrolment token -----------------------------------------------------------------------
 
 
+def token_text() -> str:
+    """A fresh enrolment token: ``secrets.token_urlsafe(32)`` (256 bits, 43 characters), drawn
+    again while it begins with ``-``.
+
+    A token is typed on command lines (``ldp-sim join HOST --token TOKEN``), and a command-line
+    parser reads a word that begins with ``-`` as an option, not as the value before it: one
+    token in 64 would make the printed join command fail for every student. Redrawing keeps the
+    token uniform over the URL-safe strings that do not begin with ``-`` (log2(63/64) ≈ 0.02 bits
+    fewer)."""
+    while True:
+        token = secrets.token_urlsafe(32)
+        if not token.startswith("-"):
+            return token
+
+
 def new_token(directory: str | os.PathLike[str]) -> Path:
-    """A fresh shared enrolment token (``secrets.token_urlsafe(32)``: 256 bits) in DIR/token, 0600."""
+    """A fresh shared enrolment token (``token_text``: 256 bits, never beginning with ``-``) in DIR/token, 0600."""
     d = Path(directory)
     _ensure_dir(d)
     path = d / TOKEN_FILE
     _refuse_existing([path])
-    _write(path, (secrets.token_urlsafe(32) + "\n").encode("ascii"), 0o600)
+    _write(path, (token_text() + "\n").encode("ascii"), 0o600)
     return path
 
 

@@ -86,3 +86,26 @@ async def test_the_console_help_names_the_confirmation() -> None:
     assert "`end`" in said[-1] and "closes the dashboard" in said[-1]
     await console.command("end")
     assert "once the lessons are over" in said[-1]
+
+
+def test_a_class_that_does_not_fill_says_where_joining_stopped() -> None:
+    """``ldp-sim classroom --students N`` that gives up says how many seats the dashboard gave,
+    how many connected, and the aggregator's last refusals: a teacher sees whether the students
+    never reached the dashboard, reached it but not the gRPC port, or were turned away."""
+    from types import SimpleNamespace
+
+    from ldp.classroom.dashboard import SeatRequest
+
+    teacher = Teacher(ClassPlan(4, 3, 4), "t" * 43, ClassState({}), say=lambda line: None)
+    teacher.aggregator = SimpleNamespace(shards=[], events=[])  # type: ignore[assignment]
+    nobody = teacher.join_shortfall(3, 60)
+    assert nobody.startswith("only 0 of 3 students joined within 60 s: 0 seats given on the dashboard, 0 connected")
+    assert "no student's machine asked the dashboard for a seat" in nobody
+    teacher.allocate(SeatRequest("ann", "n1", "c1", "10.0.0.5"))
+    teacher.allocate(SeatRequest("bob", "n2", "c2", "10.0.0.6"))
+    unreached = teacher.join_shortfall(3, 60)
+    assert "2 seats given on the dashboard, 0 connected" in unreached and "have not reached the aggregator's port" in unreached
+    teacher.aggregator.events.append("rejected a client at ipv4:10.0.0.6:5000: seat 1 belongs to another student: this connection does not carry its secret")
+    refused = teacher.join_shortfall(3, 60)
+    assert "1 connection was refused; the last: rejected a client at ipv4:10.0.0.6:5000: seat 1 belongs to another student" in refused
+    assert "have not reached" not in refused

@@ -90,6 +90,19 @@ async def _read_until(stream: asyncio.StreamReader, pattern: str, timeout_s: flo
             return m
 
 
+async def _students_said(students: list[asyncio.subprocess.Process]) -> str:
+    """The students' exit codes and the ends of their output (each stopped first if still running):
+    the diagnosis when the class does not start. Identical outputs are shown once, with a count."""
+    said: dict[str, list[int]] = {}
+    for i, p in enumerate(students):
+        if p.returncode is None:
+            p.kill()
+        out, err = await asyncio.wait_for(p.communicate(), WAIT_S)
+        text = f"exit {p.returncode}; stdout: ...{out.decode(errors='replace')[-600:]!r}; stderr: ...{err.decode(errors='replace')[-1500:]!r}"
+        said.setdefault(text, []).append(i)
+    return "the students said:\n" + "\n".join(f"students {who}: {text}" for text, who in said.items())
+
+
 async def _watch(url: str, run: ClassRun, stop: asyncio.Event) -> None:
     async with aiohttp.ClientSession() as http, http.get(url + "/events") as r:
         data = None
@@ -141,7 +154,10 @@ async def _run_class(tmp: Path) -> ClassRun:
                     stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env,
                 )
             )
-        await _read_until(teacher.stdout, r"Lesson 4", WAIT_S, out)
+        try:
+            await _read_until(teacher.stdout, r"Lesson 4", WAIT_S, out)
+        except AssertionError as exc:  # the class never started: what the students said tells why
+            raise AssertionError(f"{exc}\n{await _students_said(students)}") from None
         end = time.monotonic() + WAIT_S
         while not (run.snapshots and run.snapshots[-1][1].get("finished")):
             assert time.monotonic() < end, "the lessons did not finish in time:\n" + "".join(out)

@@ -176,3 +176,39 @@ def test_names_of_any_script_pass_control_characters_do_not() -> None:
     assert check_join(argparse.Namespace(**base, name="陈 Chen")).name == "陈 Chen"
     with pytest.raises(ParameterError, match="--name"):
         check_join(argparse.Namespace(**base, name="a\u202eb"))
+
+
+def test_the_printed_join_command_works_whatever_the_token(dashboard: _FakeDashboard) -> None:
+    """The invariant: the join command the teacher prints is accepted by ``ldp-sim join`` exactly
+    as printed. It broke in CI: a token that begins with ``-`` (one in 64 of ``token_urlsafe``)
+    was read as an option, every student exited with argparse's error, and the teacher waited its
+    whole ``--wait`` for nobody. Here the printed command of such a token joins (the seat request
+    carries a proof made with it); the naive ``--token TOKEN`` of the same token is the broken
+    variant, refused before anything is reached."""
+    from ldp.classroom.teacher import join_command
+
+    token = "-m2UsOPWqtegUvSbQegL_0R9Z6kmPcFxofSTZmEC8eo"  # the token of the failed CI run
+    printed = join_command(dashboard.host, token, ca_fingerprint(CA)).split()
+    assert printed[:2] == ["ldp-sim", "join"]
+    done = _join(*printed[2:], "--name", "ann", "--connect-timeout", "1", stdin="y\n1\n")
+    assert "expected one argument" not in done.stderr and len(dashboard.seats) == 1, done.stderr
+    body = dashboard.seats[0]
+    assert body["proof"] == seat_proof(token, "ann", body["nonce"], body["commit"])
+    naive = _join(dashboard.host, "--token", token, "--ca", ca_fingerprint(CA), "--name", "bob", "--connect-timeout", "1", stdin="y\n1\n")
+    assert naive.returncode == 2 and "argument --token: expected one argument" in naive.stderr, naive.stderr
+    assert len(dashboard.seats) == 1
+
+
+def test_a_fresh_token_never_begins_with_a_dash(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``token_text`` redraws a token that begins with ``-``: a drawn ``-…`` is never returned
+    (the patched source gives two, then a good one), and 5,000 real draws hold none (the broken
+    variant, ``token_urlsafe`` as it is, passes that with probability (63/64)^5000 ≈ 5·10^-35)."""
+    import secrets
+
+    from ldp.wire import tls
+
+    tokens = [tls.token_text() for _ in range(5000)]
+    assert not [t for t in tokens if t.startswith("-")] and {len(t) for t in tokens} == {43}
+    drawn = iter(["-" + "a" * 42, "-" + "b" * 42, "c" * 43])
+    monkeypatch.setattr(secrets, "token_urlsafe", lambda n: next(drawn))
+    assert tls.token_text() == "c" * 43

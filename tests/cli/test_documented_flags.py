@@ -52,7 +52,8 @@ def test_classroom_pki_keeps_the_class_files_in_the_folder_named(tmp_path: Path)
         [*LDP_SIM, "classroom", "--bind", "127.0.0.1", "--port", "0", "--http-port", "0", "--students", "1", "--wait", "1", "--pki", str(pki)],
         capture_output=True, text=True, timeout=PROCESS_WAIT_S, stdin=subprocess.DEVNULL,
     )
-    assert proc.returncode == 2 and "only 0 of 1 students joined" in proc.stderr and "Traceback" not in proc.stderr, proc.stdout + proc.stderr
+    assert proc.returncode == 2 and "only 0 of 1 students joined within 1 s: 0 seats given on the dashboard, 0 connected" in proc.stderr, proc.stdout + proc.stderr
+    assert "no student's machine asked the dashboard for a seat" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
     assert {"ca.pem", "server.pem", "token"} <= {p.name for p in pki.iterdir()}  # kept, unlike the default temporary folder
 
 
