@@ -63,6 +63,13 @@ Estimator: f̂_v = (C_v/n − q_s)/(p_s − q_s) with the *realized* composite p
 and q_s = q1 p2 + (1 − q1) q2 (``support_probabilities``), unbiased; its exact fixed-population
 variance is ``frequency_variance`` (also for the mean over T periods of one memoized population,
 whose variance does not fall below the PRR's floor: ``periods``).
+
+L-ADP (Arcolezi et al. 2022, the adaptive protocol of ALLOMFREE; multi-freq-ldpy's ``L_ADP``):
+``choose_longitudinal(k, ε∞, ε1)`` is L-GRR or L-OSUE, whichever has the smaller approximate
+variance V* = q_s(1 − q_s)/[(p1 − q1)²(p2 − q2)²] (n = 1, f = 0; ``approximate_variance``, the
+reference's closed forms), the tie to L-GRR. The kind ``l_adp`` resolves to the chosen kind when a
+spec is built (public parameters only) and is that kind in every respect: its reports, its PRRs
+(the same memo label: asking ``l_adp`` or the kind it chose is one question) and its charge.
 """
 
 from __future__ import annotations
@@ -95,6 +102,9 @@ __all__ = [
     "support_counts",
     "estimate_frequencies",
     "frequency_variance",
+    "approximate_variance",
+    "choose_longitudinal",
+    "ADAPTIVE_PROTOCOLS",
     "longitudinal_charges",
     "decode_repeated",
     "OneReportChannel",
@@ -105,6 +115,7 @@ __all__ = [
 ]
 
 PROTOCOLS = ("l_grr", "l_oue", "l_osue", "l_sue")
+ADAPTIVE_PROTOCOLS = ("l_grr", "l_osue")  # L-ADP (ALLOMFREE's per-attribute choice) picks one of these
 CALIBRATIONS = ("paper", "tight")
 MAX_K = 1 << 16  # a value's index is the PRR's counter (< 2^48) and reports are int16-sized
 _MEMO_INFO = b"ldp.longitudinal memo key v1"
@@ -544,6 +555,78 @@ def frequency_variance(f: np.ndarray | float, n: int, oracle: LongitudinalOracle
     return (f * a(p1) + (1 - f) * a(q1)) / (n * (p_s - q_s) ** 2)
 
 
+# --- L-ADP: the adaptive choice between L-GRR and L-OSUE ---
+
+
+def _ideal_rounds(protocol: str, k: int, eps_inf: float, eps_1: float, calibration: str) -> tuple[float, float, float, float]:
+    """(p1, q1, p2, q2) by the reference's closed forms (§1.2), written with a = e^{−ε∞},
+    b = e^{−ε1} so that every ε up to 2^10 stays finite."""
+    a, b = math.exp(-eps_inf), math.exp(-eps_1)
+    if protocol == "l_osue":  # OUE at ε∞, then SUE with p2 = (AB − 1)/((B + 1)(A − 1))
+        p1, q1 = 0.5, a / (1 + a)
+        p2 = (1 - a * b) / ((1 + b) * (1 - a))
+        return p1, q1, p2, 1 - p2
+    p1 = 1 / (1 + (k - 1) * a)
+    q1 = a * p1
+    if calibration == "paper":  # p2 = (AB − 1)/(AB + (k−1)A − (k−1)B − 1), divided through by AB
+        p2 = (1 - a * b) / (1 + (k - 1) * b - (k - 1) * a - a * b)
+    else:  # tight: p_s/q_s = e^{ε1} with q2 = (1 − p2)/(k − 1), a linear equation in p2, divided by B
+        p2 = ((1 - q1) - b * (1 - p1)) / ((k - 1) * (b * p1 - q1) - b * (1 - p1) + (1 - q1))
+    return p1, q1, p2, (1 - p2) / (k - 1)
+
+
+def approximate_variance(protocol: str, k: int, epsilon_inf: float, epsilon_1: float, calibration: str = "paper") -> float:
+    """V*: the variance of one user's f̂_v at f_v = 0 (n = 1) for a two-level protocol,
+    q_s(1 − q_s)/[(p1 − q1)²(p2 − q2)²] with q_s = q1 p2 + (1 − q1) q2, at the *ideal* (closed-form)
+    p1, q1, p2, q2 of the reference (§1.2; Arcolezi et al. 2022; multi-freq-ldpy's ``VAR_Long_Pure``
+    at f = 0, where its f-coefficient, a discrepancy of the reference, does not enter).
+
+    *Checked (verify):* it equals this module's exact ``frequency_variance(0, 1, oracle)`` on the
+    realized cells, within their grid (tests/core/test_longitudinal_adp.py).
+
+    Parameters
+    ----------
+    protocol : str
+        'l_grr' or 'l_osue' (``ADAPTIVE_PROTOCOLS``).
+    k : int
+        The number of values, in [2, 2^16].
+    epsilon_inf, epsilon_1 : float
+        ε∞ and ε1 (0 < ε1 < ε∞).
+    calibration : str, default 'paper'
+        L-GRR's p2 ('paper' or 'tight', as ``LongitudinalOracle``); L-OSUE ignores it.
+
+    Examples
+    --------
+    >>> round(approximate_variance("l_grr", 2, 4.0, 2.0), 4), round(approximate_variance("l_osue", 2, 4.0, 2.0), 4)
+    (0.181, 0.7241)
+    """
+    if protocol not in ADAPTIVE_PROTOCOLS:
+        raise ParameterError(f"approximate_variance: protocol must be one of {list(ADAPTIVE_PROTOCOLS)}, got {protocol!r}")
+    if calibration not in CALIBRATIONS:
+        raise ParameterError(f"longitudinal calibration must be one of {list(CALIBRATIONS)}, got {calibration!r}")
+    k = require_integer(f"{protocol} k", k, 2, MAX_K, "[2, 2^16]")
+    eps_inf = require_epsilon(epsilon_inf, name="epsilon_inf")
+    eps_1 = require_epsilon(epsilon_1, name="epsilon_1")
+    if not eps_1 < eps_inf:
+        raise ParameterError(f"{protocol} needs epsilon_1 < epsilon_inf, got epsilon_1={eps_1!r}, epsilon_inf={eps_inf!r}")
+    p1, q1, p2, q2 = _ideal_rounds(protocol, k, eps_inf, eps_1, calibration)
+    q_s = q1 * p2 + (1 - q1) * q2
+    return q_s * (1 - q_s) / ((p1 - q1) ** 2 * (p2 - q2) ** 2)
+
+
+def choose_longitudinal(k: int, epsilon_inf: float, epsilon_1: float, calibration: str = "paper") -> str:
+    """L-ADP: 'l_grr' if V*(L-GRR) ≤ V*(L-OSUE) (``approximate_variance``; the tie to L-GRR, as the
+    authors' library), else 'l_osue'. A function of public parameters only, never of data.
+
+    Examples
+    --------
+    >>> [choose_longitudinal(k, 2.0, 1.0) for k in (2, 4, 16, 256)]
+    ['l_grr', 'l_grr', 'l_osue', 'l_osue']
+    """
+    v_grr = approximate_variance("l_grr", k, epsilon_inf, epsilon_1, calibration)
+    return "l_grr" if v_grr <= approximate_variance("l_osue", k, epsilon_inf, epsilon_1, calibration) else "l_osue"
+
+
 # --- accounting: what a sequence of reports costs ---
 
 
@@ -943,9 +1026,12 @@ _KIND_CLASSES: dict[str, type[MemoizedFrequencyOracle]] = {c.kind: c for c in (L
 @register_randomizer("l_oue", params=("epsilon_1", "calibration"))
 @register_randomizer("l_osue", params=("epsilon_1", "calibration"))
 @register_randomizer("l_sue", params=("epsilon_1", "calibration"))
+@register_randomizer("l_adp", params=("epsilon_1", "calibration"))
 def build_memoized(spec: SpecView, query: Query) -> Randomizer:
     """The memoized oracle of an ``l_grr`` / ``l_oue`` / ``l_osue`` / ``l_sue`` spec over the query's
-    finite values; the question its PRRs are keyed by is the query's JSON."""
+    finite values; the question its PRRs are keyed by is the query's JSON. ``l_adp`` is built as
+    ``choose_longitudinal(k, ε∞, ε1, calibration)``'s kind (L-ADP): that kind's randomizer, its
+    memo label and its charge, exactly."""
     import json
 
     check_params(spec.kind, spec.params)
@@ -958,4 +1044,9 @@ def build_memoized(spec: SpecView, query: Query) -> Randomizer:
         raise ParameterError(f"{spec.kind} epsilon_1 must be a number, got {eps_1!r}")
     calibration = spec.params.get("calibration", "paper")
     question = json.dumps(spec.query.to_json(), sort_keys=True, allow_nan=True)
-    return _KIND_CLASSES[spec.kind](spec.epsilon, float(eps_1), cats, str(calibration), question)
+    kind = spec.kind
+    if kind == "l_adp":  # resolved here, from public parameters: the chosen kind in every respect
+        if calibration not in CALIBRATIONS:
+            raise ParameterError(f"longitudinal calibration must be one of {list(CALIBRATIONS)}, got {calibration!r}")
+        kind = choose_longitudinal(len(cats), spec.epsilon, float(eps_1), str(calibration))
+    return _KIND_CLASSES[kind](spec.epsilon, float(eps_1), cats, str(calibration), question)

@@ -16,11 +16,13 @@ Protocols (``epsilon`` is always the loss of the **whole record**: what a ledger
   with d·ε_j ≤ ε exactly), all d reports sent.
 - ``SampleOne`` (SMP): the user draws j uniformly on its own draw 0 and sends (j, R_j(x_j)) at
   the full ε. j is disclosed.
-- ``RandomSamplingFakeData`` (RS+FD, variants ``grr``, ``oue-z``, ``oue-r``): the user draws j on
-  its own draw 0; attribute j is sent through the oracle at the inner budget ε_in, every other
-  attribute l carries fake data drawn without looking at the record (``grr``: a uniform category;
-  ``oue-z``: OUE of the all-zero vector, each bit 1 w.p. q*; ``oue-r``: OUE of a uniform
-  category). d values are sent, no index.
+- ``RandomSamplingFakeData`` (RS+FD, variants ``grr``, ``oue-z``, ``oue-r``, ``adp``): the user
+  draws j on its own draw 0; attribute j is sent through the oracle at the inner budget ε_in,
+  every other attribute l carries fake data drawn without looking at the record (``grr``: a
+  uniform category; ``oue-z``: OUE of the all-zero vector, each bit 1 w.p. q*; ``oue-r``: OUE of a
+  uniform category). d values are sent, no index. ``adp`` (RS+FD[ADP]) runs each attribute as
+  ``grr`` or ``oue-z``, whichever has the smaller approximate variance at (ε_in, k_l, d)
+  (``rsfd_adp_choice``): a function of public parameters only, fixed before any record is read.
 
 The sampled attribute's index is ⌊X·d/2^64⌋ of the user's draw 0 (exact 64×32-bit multiply-high,
 ``uniform_index``): cell j has ⌈(j+1)2^64/d⌉ − ⌈j·2^64/d⌉ draws, so π_j = that/2^64 exactly
@@ -64,6 +66,19 @@ Estimators (unbiased per attribute, exact variance for a fixed population):
   [dkC/n − qk − (d−1)(qk + p − q)]/[k(p−q)] (OUE-r) (checked in the tests). Each user's support
   indicator is Bernoulli(s_1) or Bernoulli(s_0), s_b = π_j(q* + b(p* − q*)) + (1 − π_j)φ_v,
   independently, so Var f̂_v = [f s_1(1 − s_1) + (1 − f) s_0(1 − s_0)]/(n π_j² (p* − q*)²).
+
+RS+FD[ADP] (the paper's adaptive variant; multi-freq-ldpy's ``RSpFD_ADP_Client``): per attribute,
+GRR if V*_GRR ≤ V*_OUE-z, else OUE-z, with the approximate variances (f = 0, π = 1/d, n = 1, the
+ideal p, q at the attribute's ε_in, which is the paper's amplified ε′)
+V*_GRR = d²σ(1 − σ)/(p − q)², σ = (q + (d − 1)/k)/d, and V*_OUE-z = d²q(1 − q)/(p − q)²
+(``rsfd_approximate_variance``). *Checked (verify):* these are this module's exact
+``frequency_variance`` at f = 0 with the realized π, p*, q* (to 1e-9 relative for GRR, 2e-3 for
+OUE-z, whose bits are drawn on a b-bit grid; the tests; the choice uses the ideal V*, as the paper),
+and the paper's library's ``VAR_RSpFD_GRR`` / ``VAR_RSpFD_UE_zero``; the tie goes to GRR, as
+there. The choice is not monotone in k: at ε_in ≥ ~3 OUE-z wins at small k (GRR's uniform fakes
+cost more than OUE-z's q-noise), GRR in the middle, OUE-z again at large k (docs/multidimensional.md).
+Privacy is unchanged: each attribute's real and fake laws are those of its variant, so the
+proof above (any oracle and fake per attribute) and the same ``RecordChannel`` audit apply.
 """
 
 from __future__ import annotations
@@ -105,6 +120,8 @@ __all__ = [
     "RandomSamplingFakeData",
     "RecordChannel",
     "amplified_epsilon",
+    "rsfd_approximate_variance",
+    "rsfd_adp_choice",
     "attribute_epsilon",
     "build_oracle",
     "one_attribute_loss",
@@ -116,7 +133,7 @@ __all__ = [
 ]
 
 ORACLES = ("grr", "oue", "sue", "olh")
-RSFD_VARIANTS = ("grr", "oue-z", "oue-r")
+RSFD_VARIANTS = ("grr", "oue-z", "oue-r", "adp")
 _MAX_AUDIT_CELLS = 1 << 16  # RecordChannel: inputs × outputs of the enumerated table
 
 
@@ -137,6 +154,47 @@ def attribute_epsilon(inner: float, d: int) -> float:
     """ln(1 + (e^{ε_in} − 1)/d): the paper's guarantee for records differing in one attribute
     (equal k_j), the inverse of ``amplified_epsilon``."""
     return math.log1p(math.expm1(inner) / d)
+
+
+def rsfd_approximate_variance(variant: str, epsilon: float, k: int, d: int) -> float:
+    """V*: the approximate variance of RS+FD's f̂_v for one user (n = 1) at f_v = 0, π = 1/d, with
+    the ideal p, q of the sampled attribute's oracle at ``epsilon`` (its inner budget, the paper's
+    ε′): d²σ(1 − σ)/(p − q)², σ = (q + (d − 1)φ)/d, φ = 1/k (grr), q (oue-z), q + (p − q)/k (oue-r).
+
+    Arcolezi et al. 2021 (CIKM), the variance of §4; multi-freq-ldpy's ``Variance_RSpFD``. Written
+    with t = e^{−ε} so that every ε up to 2^10 is finite: GRR p = 1/(1 + (k − 1)t), q = t·p; OUE
+    p = 1/2, q = t/(1 + t).
+
+    >>> round(rsfd_approximate_variance("grr", 1.0, 2, 2), 4), round(rsfd_approximate_variance("oue-z", 1.0, 2, 2), 4)
+    (4.4327, 14.7308)
+    """
+    eps = require_epsilon(epsilon)
+    if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 2:
+        raise ParameterError(f"rs+fd: k must be an integer ≥ 2, got {k!r}")
+    if isinstance(d, bool) or not isinstance(d, int | np.integer) or d < 1:
+        raise ParameterError(f"rs+fd: d must be an integer ≥ 1, got {d!r}")
+    t = math.exp(-eps)
+    if variant == "grr":
+        p = 1.0 / (1.0 + (k - 1) * t)
+        q, phi = t * p, 1.0 / k
+    elif variant in ("oue-z", "oue-r"):
+        p, q = 0.5, t / (1.0 + t)
+        phi = q if variant == "oue-z" else q + (p - q) / k
+    else:
+        raise ParameterError(f"rs+fd: approximate variance of variant grr, oue-z or oue-r, got {variant!r}")
+    sigma = (q + (d - 1) * phi) / d
+    return d * d * sigma * (1 - sigma) / (p - q) ** 2
+
+
+def rsfd_adp_choice(epsilon: float, k: int, d: int) -> str:
+    """RS+FD[ADP]'s variant for one attribute of k categories among d at inner budget ``epsilon``:
+    'grr' if V*_GRR ≤ V*_OUE-z (``rsfd_approximate_variance``; the tie to GRR, as the paper's
+    library), else 'oue-z'. Public parameters only: never a record.
+
+    >>> [rsfd_adp_choice(1.0, k, 2) for k in (2, 9, 10)], rsfd_adp_choice(4.0, 2, 2)
+    (['grr', 'grr', 'oue-z'], 'oue-z')
+    """
+    return "grr" if rsfd_approximate_variance("grr", epsilon, k, d) <= rsfd_approximate_variance("oue-z", epsilon, k, d) else "oue-z"
 
 
 def build_oracle(kind: str, epsilon: float, categories: Sequence[float]) -> Randomizer:
@@ -354,7 +412,8 @@ class SampleOne(_Protocol):
 @dataclass(frozen=True)
 class RandomSamplingFakeData(_Protocol):
     """RS+FD (Arcolezi et al. 2021): attribute j (the user's draw 0) through GRR or OUE at
-    ``epsilon``, every other attribute fake data; ``variant`` ∈ ``RSFD_VARIANTS``.
+    ``epsilon``, every other attribute fake data; ``variant`` ∈ ``RSFD_VARIANTS`` ('adp': each
+    attribute's own variant, ``variants``).
 
     ``epsilon`` is the sampled attribute's budget and the whole record's exact loss (module
     docstring); ``paper`` builds the paper's amplified parameters.
@@ -390,23 +449,34 @@ class RandomSamplingFakeData(_Protocol):
         return attribute_epsilon(self.epsilon, self.d)
 
     @cached_property
+    def variants(self) -> tuple[str, ...]:
+        """Each attribute's variant: ``variant`` itself, or for 'adp' ``rsfd_adp_choice`` at
+        (``epsilon``, k_a, d), fixed when the protocol is built (public parameters only)."""
+        if self.variant == "adp":
+            return tuple(rsfd_adp_choice(self.epsilon, k, self.d) for k in self.ks)
+        return (self.variant,) * self.d
+
+    @cached_property
     def oracles(self) -> tuple[Randomizer, ...]:
-        kind = "grr" if self.variant == "grr" else "oue"
-        return tuple(build_oracle(kind, self.epsilon, cats) for cats in self.attributes)
+        return tuple(build_oracle("grr" if v == "grr" else "oue", self.epsilon, cats) for v, cats in zip(self.variants, self.attributes))
 
     @cached_property
     def fake_oracles(self) -> tuple[Randomizer | None, ...]:
         """The OUE that draws the fake bits: OUE-z's over k + 1 categories (its input is the extra
         one, whose bit is dropped: every kept bit is 1 w.p. q*), OUE-r's the oracle itself."""
-        if self.variant == "grr":
-            return (None,) * self.d
-        if self.variant == "oue-r":
-            return self.oracles
-        return tuple(OptimizedUnaryEncoding(self.epsilon, cats + (cats[-1] + 1.0,)) for cats in self.attributes)
+        out: list[Randomizer | None] = []
+        for v, R, cats in zip(self.variants, self.oracles, self.attributes):
+            if v == "grr":
+                out.append(None)
+            elif v == "oue-r":
+                out.append(R)
+            else:
+                out.append(OptimizedUnaryEncoding(self.epsilon, cats + (cats[-1] + 1.0,)))
+        return tuple(out)
 
     def _fake_draws(self, a: int) -> int:
         F = self.fake_oracles[a]
-        return (0 if F is None else draws_used(F)) + (0 if self.variant == "oue-z" else 1)
+        return (0 if F is None else draws_used(F)) + (0 if self.variants[a] == "oue-z" else 1)
 
     @cached_property
     def bases(self) -> list[tuple[int, int]]:
@@ -427,11 +497,11 @@ class RandomSamplingFakeData(_Protocol):
         written and caught (the tests): the fake never reads it."""
         cats = np.asarray(self.attributes[a])
         k = len(cats)
-        if self.variant == "grr":
+        if self.variants[a] == "grr":
             return cats[uniform_index(randomness.bits(0), k)]
         F = self.fake_oracles[a]
         assert isinstance(F, UnaryEncoding)
-        if self.variant == "oue-r":
+        if self.variants[a] == "oue-r":
             return F.sample(cats[uniform_index(randomness.bits(0), k)], DrawBlock(randomness, 1))
         packed = F.sample(np.full(len(randomness.users), float(F.categories[-1])), randomness)
         out = packed[:, : (k + 7) // 8].copy()
@@ -463,9 +533,9 @@ class RandomSamplingFakeData(_Protocol):
         realized (grr: its uniform cell mass; oue-z: q*; oue-r: u_v p* + (1 − u_v) q*)."""
         p, q = support_probabilities(self.oracles[a])
         u = [Fraction(m, TWO64) for m in uniform_index_masses(self.ks[a])]
-        if self.variant == "grr":
+        if self.variants[a] == "grr":
             return np.array([float(x) for x in u])
-        if self.variant == "oue-z":
+        if self.variants[a] == "oue-z":
             return np.full(self.ks[a], float(q))
         return np.array([float(x * p + (1 - x) * q) for x in u])
 
@@ -614,9 +684,9 @@ class RecordChannel(Randomizer):
         out = []
         for a, (keys, table) in enumerate(self.tables):
             u = [Fraction(m, TWO64) for m in uniform_index_masses(P.ks[a])]
-            if P.variant == "grr":
+            if P.variants[a] == "grr":
                 out.append(u)
-            elif P.variant == "oue-r":
+            elif P.variants[a] == "oue-r":
                 out.append([sum((u[c] * table[c][w] for c in range(len(u))), Fraction(0)) for w in range(len(keys))])
             else:
                 R = self._reals()[a]
@@ -737,13 +807,13 @@ class RecordChannel(Randomizer):
             if isinstance(P, RandomSamplingFakeData):
                 fb = bases[a][1]
                 k_starts = np.array(uniform_index_starts(P.ks[a]), dtype=np.uint64)
-                if P.variant != "oue-z":
+                if P.variants[a] != "oue-z":
                     direct(fb, lambda u, s=k_starts: s)
                 F = P.fake_oracles[a]
-                if P.variant == "oue-r":
+                if P.variants[a] == "oue-r":
                     assert isinstance(F, UnaryEncoding)
                     unary(fb + 1, F, a, "fake-r")
-                elif P.variant == "oue-z":
+                elif P.variants[a] == "oue-z":
                     assert isinstance(F, UnaryEncoding)
                     unary(fb, F, a, "fake-z")
         return L
@@ -964,7 +1034,9 @@ def build_split_or_sample(spec: SpecView, query: Query) -> Randomizer:
 
 @register_randomizer("rsfd", params=("variant", "paper_epsilon"), record_input=True)
 def build_rsfd(spec: SpecView, query: Query) -> Randomizer:
-    """``rsfd`` over the ``record`` query; ``variant`` ∈ grr, oue-z, oue-r (or oue_z, oue_r).
+    """``rsfd`` over the ``record`` query; ``variant`` ∈ grr, oue-z, oue-r (or oue_z, oue_r), or
+    adp (RS+FD[ADP]: each attribute grr or oue-z by ``rsfd_adp_choice`` at the inner budget, k_a
+    and d; the schema's public bounds fix it, no record does).
 
     Without ``paper_epsilon`` the sampled attribute runs at the spec's ε, the whole record's
     exact loss. With ``paper_epsilon`` = the paper's per-attribute ε it runs at the paper's

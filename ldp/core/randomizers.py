@@ -40,6 +40,7 @@ Kinds:
 - ``l_oue``              longitudinal OUE, memoized (Arcolezi et al. 2022). ``ldp.core.longitudinal``
 - ``l_osue``             longitudinal OUE then SUE, memoized (Arcolezi et al. 2022). ``ldp.core.longitudinal``
 - ``l_sue``              basic RAPPOR's permanent and instantaneous responses (Erlingsson et al. 2014). ``ldp.core.longitudinal``
+- ``l_adp``              L-GRR or L-OSUE, whichever has the smaller approximate variance at (k, ε∞, ε1) (Arcolezi et al. 2022). ``ldp.core.longitudinal``
 - ``rappor``             full RAPPOR: Bloom filters, cohorts, a memoized PRR at ε∞ and a fresh IRR per report (Erlingsson et al. 2014). ``ldp.core.rappor``
 - ``dbitflip_pm``        dBitFlipPM: d sampled buckets, one bit each, memoized (Ding et al. 2017). ``ldp.core.telemetry``
 - ``alpha_one_bit_mean`` 1BitMean with α-point rounding, memoized (Ding et al. 2017). ``ldp.core.telemetry``
@@ -206,7 +207,7 @@ def randomizer_kinds() -> list[str]:
     --------
     >>> import ldp
     >>> ldp.randomizer_kinds()
-    ['adaptive_fo', 'alpha_one_bit_mean', 'binary_rr', 'cms', 'dbitflip_pm', 'discrete_laplace', 'hadamard_response', 'hcms', 'hybrid', 'kary_rr', 'l_grr', 'l_osue', 'l_oue', 'l_sue', 'laplace', 'olh', 'oue', 'piecewise', 'pm_rr', 'rappor', 'record_rr', 'rsfd', 'smp', 'spl', 'subset_selection', 'sue']
+    ['adaptive_fo', 'alpha_one_bit_mean', 'binary_rr', 'cms', 'dbitflip_pm', 'discrete_laplace', 'hadamard_response', 'hcms', 'hybrid', 'kary_rr', 'l_adp', 'l_grr', 'l_osue', 'l_oue', 'l_sue', 'laplace', 'olh', 'oue', 'piecewise', 'pm_rr', 'rappor', 'record_rr', 'rsfd', 'smp', 'spl', 'subset_selection', 'sue']
     """
     return sorted(registered_randomizers())
 

@@ -43,11 +43,17 @@ Estimates and intervals
   the missing slot); a ``"missing": "drop"`` field's slot is estimated with the rest and its row
   left out (post-processing), the other rows staying shares of all n users.
 - Heavy hitters: the k categories with the largest frequency estimates (the column's domain is
-  at most 2^15 categories; PEM for a domain of 2^d values is ``ldp.learners.heavy_hitters``).
+  at most 2^15 categories). For integers of a declared bit width ``bits`` (a domain of 2^d
+  values), ``method="pem"`` or ``"treehist"`` runs that prefix protocol
+  (``ldp.learners.heavy_hitters``, ``ldp.learners.treehist``) on the same users, each
+  answering once; the intervals are f̂ ± 1.96·sd with the exact variance over the last level's
+  users, at the last level's candidate count (docs/treehist.md).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import tempfile
 from collections.abc import Sequence
@@ -57,16 +63,18 @@ from typing import Any
 
 import numpy as np
 
-from ldp.core.column import ColumnData, frequency_column, mean_column
-from ldp.core.errors import LDPError, ParameterError, require_epsilon
+from ldp.core.column import ColumnData, column_values, frequency_column, mean_column
+from ldp.core.errors import LDPError, ParameterError, require_epsilon, require_integer
 from ldp.core.frequency_estimators import estimate as post_estimate
 from ldp.core.frequency_estimators import estimator_spec
 from ldp.core.frequency_oracles import frequency_estimates, frequency_variance, support_probabilities
 from ldp.core.mean_estimation import from_unit_interval, unit_interval_query
-from ldp.core.query_specs import field_query
+from ldp.core.query_specs import field_query, prefix_index
 from ldp.core.randomizers import LocalRandomizer, RandomizerSpec
 from ldp.core.rng import derive_key_bytes, secret_key
-from ldp.core.schema import Field, Schema
+from ldp.core.schema import RECORD_DTYPE, Field, Schema
+from ldp.learners.heavy_hitters import learn_heavy_hitters_pem
+from ldp.learners.treehist import learn_heavy_hitters_treehist
 from ldp.local.blocking import run
 from ldp.local.data_oracle import DataLROracle
 from ldp.local.messages import SessionKind
@@ -80,6 +88,9 @@ __all__ = [
     "frequencies",
     "mean",
     "heavy_hitters",
+    "HEAVY_HITTER_METHODS",
+    "BitColumn",
+    "bit_column",
     "estimate_file",
     "estimate_served",
     "frequency_question",
@@ -244,6 +255,13 @@ class Estimates:
         records outside the protocol).
     estimator : str
         How frequencies were read (``ldp.core.frequency_estimators``; default ``mi``).
+    method : str
+        How heavy hitters were found: ``oracle`` (the top k of a frequency oracle over the
+        listed categories; every other task too), ``pem`` or ``treehist`` (a prefix protocol
+        over a declared bit width, ``heavy_hitters``).
+    learner : dict, optional
+        For ``pem`` and ``treehist``: the learner's summary (every level's prefix length,
+        candidates, users, and for TreeHist its threshold τ and z), public like the transcript.
 
     Examples
     --------
@@ -271,6 +289,8 @@ class Estimates:
     transcript: dict[str, Any] = field(repr=False, compare=False)
     truth: tuple[float, ...] | None = None
     estimator: str = "mi"
+    method: str = "oracle"
+    learner: dict[str, Any] | None = field(default=None, repr=False, compare=False)
 
     def rows(self) -> list[dict[str, Any]]:
         """One dict per row: column, task, label, estimate, low, high, sd (and truth)."""
@@ -288,10 +308,13 @@ class Estimates:
                "users": self.users, "rows": self.rows(), "transcript": self.transcript}
         if self.estimator != "mi":  # the default's dict is unchanged
             out["estimator"] = self.estimator
+        if self.method != "oracle":  # likewise
+            out["method"] = self.method
+            out["learner"] = self.learner
         return out
 
     def __str__(self) -> str:
-        read = "" if self.estimator == "mi" else f", {self.estimator}"
+        read = ("" if self.estimator == "mi" else f", {self.estimator}") + ("" if self.method == "oracle" else f", {self.method}")
         head = f"{self.task} of {self.column}: {self.users} users, ε = {self.epsilon:g} ({self.oracle}{read}), estimate ± 1.96 sd"
         width = max([len("category")] + [len(str(v)) for v in self.labels])
         lines = [head, f"{'category' if self.task != 'mean' else 'column':<{width}}  estimate  95 % interval" + ("  truth" if self.truth is not None else "")]
@@ -466,28 +489,63 @@ def heavy_hitters(
     processes: int | None = None,
     seed: int | None = None,
     truth: bool = False,
+    method: str = "oracle",
+    bits: int | None = None,
 ) -> Estimates:
-    """The ``k`` most frequent categories of ``column`` under ε-LDP, with their 95 % intervals.
+    """The ``k`` most frequent values of ``column`` under ε-LDP, with their 95 % intervals.
 
-    ``frequencies`` read for its top k: the k largest estimates, largest first (ties: the
-    earlier category). For a domain of 2^d values too large to list, PEM is
-    ``ldp.learners.heavy_hitters.learn_heavy_hitters_pem``.
+    ``method="oracle"`` (default): ``frequencies`` read for its top k, the k largest estimates,
+    largest first (ties: the earlier category); the domain is listed (≤ 2^15 categories).
+
+    For a domain too large to list, the values are integers of a declared bit width ``bits``
+    (0 .. 2^bits − 1, bit 0 the most significant) and an interactive prefix protocol finds them,
+    each user answering once at ε (one charge):
+
+    - ``method="pem"``: PEM (Wang, Li & Jha, TDSC 2021;
+      ``ldp.learners.heavy_hitters.learn_heavy_hitters_pem``, η = 2 bits per round): always
+      the k best prefixes, so k values, noise included when fewer are frequent;
+    - ``method="treehist"``: TreeHist (Bassily, Nissim, Stemmer & Thakurta, NeurIPS 2017;
+      ``ldp.learners.treehist.learn_heavy_hitters_treehist``, one bit per level, beam
+      max(k, 32), β = 0.05): the values whose estimates pass the noise-calibrated threshold
+      z·sd at every level, at most k of them; possibly none (docs/treehist.md).
+
+    Both run on the same records as ``oracle``, in process or in ``processes`` client
+    processes over gRPC (bit for bit the same); which users answer at which level is a public
+    partition, seeded from ``seed`` through a one-way hash (the aggregator's choice, never the
+    users' report key). ``oracle="auto"`` is OLH there (its variance does not grow with the
+    candidate count, which changes every level).
 
     Parameters
     ----------
     column : numpy array, pandas Series or pyarrow Array / ChunkedArray
-        One category per user (as for ``frequencies``).
+        One category per user (as for ``frequencies``); for ``pem``/``treehist``, one integer in
+        0 .. 2^bits − 1 per user.
     epsilon : float, default 1.0
         Each user's ε (one report each).
     k : int, default 10
-        How many categories to return, ≥ 1.
+        How many values to return (TreeHist: at most), ≥ 1; PEM: ≤ 1023 and ≤ 2^(bits − 1).
     oracle, categories, processes, seed, truth
-        As for ``frequencies``.
+        As for ``frequencies`` (``categories`` only with ``oracle``; ``oracle`` one of ``grr``,
+        ``olh``, ``hr``, ``oue``, ``sue`` for the prefix methods).
+    method : str, default "oracle"
+        ``oracle``, ``pem`` or ``treehist`` (above).
+    bits : int, optional
+        The declared bit width of the values, 1..62: required by ``pem`` and ``treehist``,
+        refused by ``oracle``. Public (it is the users' schema): declare it, do not compute it
+        from the data.
 
     Returns
     -------
     Estimates
-        The top k rows of ``frequencies``' result, largest estimate first.
+        The top rows, largest estimate first: labels (integers for ``pem``/``treehist``),
+        unbiased estimates from the last level's users with their exact sd and 95 % intervals,
+        ``method``, ``learner`` (every level: length, candidates, users; TreeHist's thresholds).
+
+    Raises
+    ------
+    ParameterError
+        As ``frequencies``; a bad ``k``, ``method`` or ``bits``; a value that is not an
+        integer of ``bits`` bits (one line: how many, the first row and value, what is allowed).
 
     Examples
     --------
@@ -495,13 +553,169 @@ def heavy_hitters(
     >>> words = np.array(["the"] * 500 + ["a"] * 300 + [f"w{i}" for i in range(200)])
     >>> ldp.heavy_hitters(words, epsilon=2.0, k=2, seed=0).labels
     ('the', 'a')
+    >>> ids = np.random.default_rng(0).integers(0, 2**20, size=50_000)  # 20-bit values, 2 planted
+    >>> ids[:15_000], ids[15_000:25_000] = 0xBEEF0, 0x12345
+    >>> ldp.heavy_hitters(ids, epsilon=2.0, method="treehist", bits=20, seed=0).labels
+    (782064, 74565)
     """
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
         raise ParameterError(f"k must be an integer ≥ 1, got {k!r}")
+    if not isinstance(method, str) or method not in HEAVY_HITTER_METHODS:
+        raise ParameterError(f"heavy_hitters: method must be one of {', '.join(HEAVY_HITTER_METHODS)}, got {method!r}")
     processes = _check_processes(processes)
-    data = frequency_column(column, categories)
-    question = frequency_question(data.name, data.field, epsilon, oracle, data.labels, task="heavy-hitters", top=int(k))
-    return _run(_ask_column(data, question, report_key(seed), processes, truth))  # type: ignore[no-any-return]
+    if method == "oracle":
+        if bits is not None:
+            raise ParameterError(f"heavy_hitters: bits={bits!r} is for method 'pem' or 'treehist'; method 'oracle' reads the listed categories (categories=)")
+        data = frequency_column(column, categories)
+        question = frequency_question(data.name, data.field, epsilon, oracle, data.labels, task="heavy-hitters", top=int(k))
+        return _run(_ask_column(data, question, report_key(seed), processes, truth))  # type: ignore[no-any-return]
+    if categories is not None:
+        raise ParameterError(f"heavy_hitters: method {method!r} reads integers of a declared bit width (bits=), not categories=")
+    epsilon = require_epsilon(epsilon)
+    kind = "olh" if oracle == "auto" else _kind(oracle, FREQUENCY_ORACLES, f"heavy_hitters (method {method!r})")
+    if kind == "subset_selection":  # its reports are sets over a fixed k; a level's k changes
+        raise ParameterError(f"heavy_hitters: method {method!r} takes oracle 'grr', 'olh', 'hr', 'oue' or 'sue', got {oracle!r}")
+    held = bit_column(column, bits, method)
+    if method == "pem" and k > 2 ** (held.bits - 1):  # PEM starts at ⌈log2 k⌉ bits: there must be a round after it
+        raise ParameterError(f"heavy_hitters: method 'pem' needs k ≤ 2^(bits − 1) = {2 ** (held.bits - 1)}, got k={k} with bits={held.bits}")
+    plan = _PrefixPlan(method, kind, epsilon, int(k), _levels_seed(seed))
+    return _run(_ask_prefix(held, plan, report_key(seed), processes, truth))  # type: ignore[no-any-return]
+
+
+# --- heavy hitters of a declared bit width: PEM and TreeHist on the column's users ---
+
+HEAVY_HITTER_METHODS = ("oracle", "pem", "treehist")
+TREEHIST_BEAM = 32  # the most prefixes TreeHist keeps per level, unless k is larger
+_BITS_TAG = b"ldp.column.bits/v1\n"
+_LEVELS_LABEL = "ldp.heavy_hitters.levels"
+
+
+@dataclass(frozen=True)
+class BitColumn:
+    """A column of integers 0 .. 2^bits − 1 as users' records: one {0,1} field of ``bits``
+    columns, bit 0 the most significant (the layout of ``prefix_index``, PEM and TreeHist).
+    A ``Holdings`` for ``Shard``, written for client processes by ``write_csv``; it keeps the
+    values for the caller's truth (the data owner's, outside the protocol)."""
+
+    name: str
+    bits: int
+    values: np.ndarray = field(repr=False, compare=False)
+    _records: np.ndarray = field(repr=False, compare=False)
+
+    @property
+    def schema(self) -> Schema:
+        return Schema((Field(self.name, self.bits, 0, 1),))
+
+    @property
+    def size(self) -> int:
+        return int(len(self._records))
+
+    @property
+    def identity(self) -> str:
+        """SHA-256 of the records and the schema (the ledger key, as ``ColumnData``'s)."""
+        h = hashlib.sha256(_BITS_TAG)
+        h.update(json.dumps(self.schema.to_json(), sort_keys=True).encode())
+        h.update(np.ascontiguousarray(self._records).tobytes())
+        return h.hexdigest()
+
+    def records(self, first_user: int, count: int) -> np.ndarray:
+        """Records of users first_user .. first_user+count−1: int16 0/1, shape (count, bits)."""
+        if first_user < 0 or count < 0 or first_user + count > self.size:
+            raise ParameterError(f"users {first_user}..{first_user + count - 1} are outside the column's users 0..{self.size - 1}")
+        return self._records[first_user : first_user + count].copy()
+
+    def write_csv(self, folder: str | Path) -> tuple[Path, Path]:
+        """``column.csv`` (columns name_0 .. name_{bits−1}) and its declared ``schema.json``."""
+        folder = Path(folder)
+        data, schema = folder / "column.csv", folder / "schema.json"
+        header = ",".join(f"{self.name}_{j}" for j in range(self.bits))
+        np.savetxt(data, self._records, fmt="%d", delimiter=",", header=header, comments="")
+        schema.write_text(json.dumps({"format": 1, "fields": [{"name": self.name, "length": self.bits, "low": 0, "high": 1}]}))
+        return data, schema
+
+
+def bit_column(column: Any, bits: int | None, method: str = "treehist") -> BitColumn:
+    """The column's integers as ``bits``-bit records (``BitColumn``), or one line saying why not:
+    ``bits`` missing or out of 1..62, a column that is not integers, a value outside 0..2^bits − 1."""
+    if bits is None:
+        raise ParameterError(f"heavy_hitters: method {method!r} needs bits=B, the declared bit width of the values (1..62; every value an integer in 0..2^B − 1)")
+    bits = require_integer(f"heavy_hitters: bits (method {method!r})", bits, 1, 62)
+    values, own = column_values(column)
+    if values.dtype.kind not in "iu":
+        raise ParameterError(f"heavy_hitters: method {method!r} reads integers 0..2^{bits} − 1, got a column of {values.dtype} values (map each value to an integer id first)")
+    top = 1 << bits
+    bad = values >= top if values.dtype.kind == "u" else (values < 0) | (values >= top)
+    count = int(np.count_nonzero(bad))
+    if count:
+        first = int(np.argmax(bad))
+        raise ParameterError(
+            f"heavy_hitters: {count} value(s) do not fit in bits={bits} (integers 0..{top - 1}), the first {values[first]} at row {first + 1}"
+        )
+    values = values.astype(np.int64)
+    records = np.empty((len(values), bits), dtype=RECORD_DTYPE)
+    for j in range(bits):  # column by column: no (n, bits) int64 temporary
+        records[:, j] = (values >> (bits - 1 - j)) & 1
+    name = own if isinstance(own, str) and own.isidentifier() else "value"
+    return BitColumn(name, bits, values, records)
+
+
+def _levels_seed(seed: int | None) -> int:
+    """The seed of the public partition of users into levels: a one-way hash of the
+    experiment's ``seed`` under its own label (so the aggregator that gets it cannot derive the
+    report key from it), or a fresh one."""
+    raw = secret_key() if seed is None else derive_key_bytes(_LEVELS_LABEL, int(seed))
+    return int.from_bytes(raw[:8], "big") >> 1
+
+
+@dataclass(frozen=True)
+class _PrefixPlan:
+    method: str
+    kind: str
+    epsilon: float
+    k: int
+    seed: int
+
+
+async def _learn_prefix(lr: LROracle, data: BitColumn, plan: _PrefixPlan, truth: bool) -> Estimates:
+    """Run PEM or TreeHist over ``lr`` and read the result as ``Estimates`` (module docstring):
+    the sd of each estimate is the oracle's exact ``frequency_variance`` at the plug-in f over
+    the last level's users, rebuilt on the public schema with the last level's candidate count."""
+    found: Any
+    if plan.method == "treehist":
+        found = await learn_heavy_hitters_treehist(
+            lr, bits=data.bits, epsilon=plan.epsilon, beam=max(plan.k, TREEHIST_BEAM), field=data.name, seed=plan.seed, name="heavy-hitters", oracle=plan.kind
+        )
+    else:
+        found = await learn_heavy_hitters_pem(lr, bits=data.bits, k=plan.k, epsilon=plan.epsilon, field=data.name, seed=plan.seed, name="heavy-hitters", oracle=plan.kind)
+    items, freq = list(found.items)[: plan.k], np.asarray(found.frequencies[: plan.k], dtype=np.float64)
+    if items:  # something returned: the last level ran
+        last = found.levels[-1]
+        spec = RandomizerSpec(plan.kind, prefix_index(data.bits, range(last.candidates), data.name), plan.epsilon)
+        R = LocalRandomizer.build(spec, data.schema).randomizer
+        sd = np.sqrt(np.asarray(frequency_variance(R, np.clip(freq, 0.0, 1.0), last.answered), dtype=np.float64)).reshape(-1)
+    else:
+        sd = np.zeros(0)
+    true = tuple(float(np.mean(data.values == v)) for v in items) if truth else None
+    answered = sum(lv.answered for lv in found.levels)
+    return Estimates(
+        "heavy-hitters", data.name, _short(plan.kind), plan.kind, plan.epsilon, answered,
+        tuple(int(v) for v in items), tuple(float(v) for v in freq),
+        tuple(float(v) for v in freq - Z95 * sd), tuple(float(v) for v in freq + Z95 * sd), tuple(float(v) for v in sd),
+        lr.transcript.to_json(), true, "mi", plan.method, found.summary(),
+    )
+
+
+async def _ask_prefix(data: BitColumn, plan: _PrefixPlan, key: bytes, processes: int | None, truth: bool) -> Estimates:
+    """The column's users in process (one shard), or hosted by ``processes`` client processes
+    that read the file ``data`` writes (as ``_ask_column``): the same reports, bit for bit."""
+    if processes is None:
+        return await _learn_prefix(DataLROracle(data, plan.epsilon, key), data, plan, truth)
+    from ldp.wire.data_clients import launch_data  # the gRPC transport, imported only when asked for
+
+    with tempfile.TemporaryDirectory(prefix="ldp-bits-") as folder:
+        path, schema = data.write_csv(folder)
+        async with launch_data(path, schema, budget=plan.epsilon, key=key, processes=processes, loaded=data) as oracle:
+            return await _learn_prefix(oracle, data, plan, truth)
 
 
 def mean(

@@ -10,8 +10,8 @@ data file with four categorical columns, answered through a Session on a ``DataL
   its ε′ = ln(d(e^ε − 1) + 1) fits in the spec's ε;
 - **the estimates are unbiased**: from the rows the aggregator receives (``decode_reports``),
   every attribute's f̂ lies within 5 exact standard deviations of the file's frequencies.
-  False alarm: 5 sd two-sided is 5.7e-7 per coordinate, 12 coordinates × 7 configurations:
-  < 5e-5 (and the run is seeded). Broken variants caught: RS+FD's fake data drawn from the true
+  False alarm: 5 sd two-sided is 5.7e-7 per coordinate, 12 coordinates × 8 configurations:
+  < 6e-5 (and the run is seeded). Broken variants caught: RS+FD's fake data drawn from the true
   value, and an estimator that forgets the fake data (|z| > 5 somewhere);
 - **a malformed report is refused** by ``decode_reports`` (and by the wire's format check).
 """
@@ -58,6 +58,7 @@ CONFIGS: tuple[tuple[str, dict[str, object]], ...] = (
     ("rsfd", {}),
     ("rsfd", {"variant": "oue_z"}),
     ("rsfd", {"variant": "oue-r"}),
+    ("rsfd", {"variant": "adp"}),
 )
 
 
@@ -203,7 +204,7 @@ def test_the_papers_amplified_epsilon_is_refused_unless_the_spec_charges_it() ->
     ("r", "message"),
     [
         (spec("spl", oracle="olh"), r"spl: oracle must be one of \['grr', 'oue', 'sue'\], got 'olh'"),
-        (spec("rsfd", variant="oue"), r"rsfd: variant must be one of \['grr', 'oue-z', 'oue-r'\], got 'oue'"),
+        (spec("rsfd", variant="oue"), r"rsfd: variant must be one of \['grr', 'oue-z', 'oue-r', 'adp'\], got 'oue'"),
         (spec("rsfd", paper_epsilon="1"), "rsfd: paper_epsilon must be a number, got '1'"),
         (RandomizerSpec("smp", field_query("a"), 1.0), "smp randomizes whole records; use the 'record' query, got 'field'"),
     ],
