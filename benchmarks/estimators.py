@@ -1,4 +1,5 @@
-"""Frequency estimators side by side: bias and variance of MI, IBU, MLE and the consistency methods.
+"""Frequency estimators side by side: bias and variance of MI, IBU, MLE and the consistency methods
+(Base-Cut and Norm-Hyb included: their threshold uses n = the number of reports, α = 0.05).
 
 For GRR (``kary_rr``), OUE and OLH at k ∈ {2, 16, 1024}, ε ∈ {1, 4}, n = 10^5 users holding a
 fixed Zipf(1.1) population (``peers.truth_counts``, the population of ``make bench-peers``), each of
@@ -16,6 +17,7 @@ and applies every estimator of ``ldp.core.frequency_estimators`` to the same rep
 
 ``python benchmarks/estimators.py`` prints the table and writes it as CSV and PNG under
 results/estimators/ (``--out``). ``--reps`` sets R (default 40; the run takes about two minutes on 2 cores).
+``--ibu-timing`` only times IBU, plain EM against its SQUAREM acceleration (``ibu_timing``).
 """
 
 from __future__ import annotations
@@ -59,7 +61,7 @@ def run_cell(oracle: str, k: int, eps: float, n: int, reps: int, seed: int = 1) 
         run = ibu_run(observed_distribution(f_mi, p_star, q_star), symmetric_channel(p_star, q_star, k))  # = estimate("ibu", ...), with its count
         iterations.append(run.iterations)
         for name in ESTIMATORS:
-            est[name].append(run.estimate if name == "ibu" else estimate(name, f_mi, p_star, q_star))
+            est[name].append(run.estimate if name == "ibu" else estimate(name, f_mi, p_star, q_star, n=n))  # n: Base-Cut's and Norm-Hyb's threshold
     out: dict[str, dict[str, float]] = {}
     for name, rows in est.items():
         e = np.asarray(rows) - f  # (reps, k) errors
@@ -78,6 +80,46 @@ def run_cell(oracle: str, k: int, eps: float, n: int, reps: int, seed: int = 1) 
     return out
 
 
+def ibu_timing(ks: list[int], epsilons: list[float], n: int, repeats: int = 7) -> list[dict[str, Any]]:
+    """CPU seconds (``time.process_time``) of ``estimate("ibu", ...)`` with plain EM
+    (``accelerate=False``, the loop before SQUAREM, bit for bit) and with SQUAREM, on one seeded draw
+    of n GRR reports per cell, the two interleaved ``repeats`` times in one process; medians."""
+    rows = []
+    for k in ks:
+        for e in epsilons:
+            R = ldp_oracle("GRR", k, e)
+            p_star, q_star = support_probabilities(R)
+            counts = truth_counts(k, n)
+            c = ldp_counts(R, np.repeat(np.arange(k, dtype=np.float64), counts), 1, 0)
+            f_mi = (c / n - float(q_star)) / (float(p_star) - float(q_star))
+            times: dict[bool, list[float]] = {False: [], True: []}
+            runs = {}
+            for _ in range(repeats):
+                for acc in (False, True):
+                    t0 = time.process_time()
+                    runs[acc] = ibu_run(observed_distribution(f_mi, p_star, q_star), symmetric_channel(p_star, q_star, k), accelerate=acc)
+                    times[acc].append(time.process_time() - t0)
+            mle = estimate("mle", f_mi, p_star, q_star)
+            old, new = float(np.median(times[False])), float(np.median(times[True]))
+            rows.append(
+                dict(
+                    k=k,
+                    epsilon=e,
+                    n=n,
+                    old_s=old,
+                    new_s=new,
+                    speedup=old / new,
+                    old_iterations=runs[False].iterations,
+                    old_converged=runs[False].converged,
+                    new_iterations=runs[True].iterations,
+                    new_converged=runs[True].converged,
+                    old_from_mle=float(np.abs(runs[False].estimate - mle).max()),
+                    new_from_mle=float(np.abs(runs[True].estimate - mle).max()),
+                )
+            )
+    return rows
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--ks", type=int, nargs="*", default=[2, 16, 1024])
@@ -86,7 +128,20 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--reps", type=int, default=40)
     parser.add_argument("--oracles", nargs="*", default=ORACLES, choices=ORACLES)
     parser.add_argument("--out", type=Path, default=ROOT / "results" / "estimators", help="folder for estimators.csv and estimators.png")
+    parser.add_argument(
+        "--ibu-timing", action="store_true", help="only time IBU, plain EM against SQUAREM (CPU, median of 7, interleaved) at --ks, --epsilons, --n"
+    )
     args = parser.parse_args(argv)
+    if args.ibu_timing:
+        print(f"IBU CPU per estimate, GRR, n = {args.n:,} (median of 7, interleaved; {os.cpu_count()} cores)")
+        print("   k    ε   plain EM (its updates)        SQUAREM (its updates)     speed-up   |plain − MLE|  |SQUAREM − MLE|")
+        for r in ibu_timing(args.ks, args.epsilons, args.n):
+            print(
+                f"{r['k']:>5} {r['epsilon']:>4g}  {r['old_s'] * 1e3:8.2f} ms ({r['old_iterations']:>6,}{'' if r['old_converged'] else ', capped'})"
+                f"   {r['new_s'] * 1e3:8.2f} ms ({r['new_iterations']:>6,}{'' if r['new_converged'] else ', capped'})   {r['speedup']:7.1f}×"
+                f"   {r['old_from_mle']:.1e}        {r['new_from_mle']:.1e}"
+            )
+        return
     t0 = time.perf_counter()
     rows: list[dict[str, Any]] = []
     for k in args.ks:

@@ -109,7 +109,7 @@ def test_estimator_choice_post_processes_the_same_reports() -> None:
     sub = ldp.frequencies(x, 1.0, estimator="norm_sub", **kw)
     assert np.array_equal(np.asarray(sub.estimates), project_simplex(np.asarray(mi.estimates)))
     assert sub.sd == mi.sd and sub.as_dict()["estimator"] == "norm_sub" and "grr, norm_sub" in str(sub)
-    for name in ("ibu", "mle", "norm_mul", "norm_cut"):
+    for name in ("ibu", "mle", "norm_mul", "norm_cut", "norm_hyb"):
         est = np.asarray(ldp.frequencies(x, 1.0, estimator=name, **kw).estimates)
         assert est.min() >= 0 and abs(est.sum() - 1) < 1e-9, name
 
@@ -176,7 +176,7 @@ def test_pandas_series() -> None:
         (lambda: ldp.mean(np.array(["a"]), bounds=(0, 1)), "needs numbers"),
         (lambda: ldp.mean(np.array([1]), bounds=(0, 2), out_of_range="wrap"), "out_of_range must be"),
         (lambda: ldp.heavy_hitters(np.array([0, 1]), k=0), "k must be an integer ≥ 1"),
-        (lambda: ldp.frequencies(np.array([0, 1]), estimator="em"), "estimator must be one of mi, ibu, mle, base_pos, norm, norm_mul, norm_cut, norm_sub, got 'em'"),
+        (lambda: ldp.frequencies(np.array([0, 1]), estimator="em"), "estimator must be one of mi, ibu, mle, base_pos, norm, norm_mul, norm_cut, norm_sub, base_cut, norm_hyb, got 'em'"),
     ],
 )
 def test_bad_input_is_one_line(call: Callable[[], object], message: str) -> None:

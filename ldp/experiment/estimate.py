@@ -360,7 +360,7 @@ def _read(q: Question, rep: Reports, schema: Schema, transcript: dict[str, Any],
     f = np.asarray(frequency_estimates(R, rep.values), dtype=np.float64)
     sd_all = np.sqrt(frequency_variance(R, np.clip(f, 0.0, 1.0), n))
     if q.estimator != "mi":  # post-processing of the MI estimate; sd stays the MI's (module docstring)
-        f = post_estimate(q.estimator, f, *support_probabilities(R))
+        f = post_estimate(q.estimator, f, *support_probabilities(R), n=n)
     cats = q.field.values()
     true_all = None if values is None else np.array([np.mean(values == c) for c in cats])
     # a "drop" field's missing slot is estimated with the rest (the oracle's k) and left out here;
