@@ -21,12 +21,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 import pytest
 from scipy import stats
 
-from ldp.core.audit import FixedRandomness, exp_bounds, verify_exact
+from ldp.core.audit import FixedRandomness, exp_bounds, log_ratio, verify_exact
 from ldp.core.audit_structure import verify_structure
 from ldp.core.errors import ParameterError
 from ldp.core.frequency_oracles import UnaryEncoding
@@ -462,3 +463,54 @@ def test_attack_changing_value() -> None:
     for a, b in zip(v1[:50], v2[:50]):
         total = longitudinal_charges([a] * half + [b] * half, 4.0, 2.0).sum()
         assert total == (8.0 if a != b else 4.0)
+
+
+def _two_report_laws(o: LongitudinalOracle, a: int, b: int) -> tuple[list[list[Fraction]], list[list[Fraction]]]:
+    """Exact laws of two memoized L-GRR reports (o1, o2) when the user's values are (a, a) — one
+    PRR, read twice — and (a, b) — two PRRs, drawn independently — each through a fresh IRR."""
+    p1, q1 = o.first_round()
+    p2, q2 = o.second_round()
+
+    def prr(y: int, v: int) -> Fraction:
+        return p1 if y == v else q1
+
+    def irr(out: int, y: int) -> Fraction:
+        return p2 if out == y else q2
+
+    k = o.k
+    same = [[sum(prr(y, a) * irr(r, y) * irr(s, y) for y in range(k)) for s in range(k)] for r in range(k)]
+    first = [sum(prr(y, a) * irr(r, y) for y in range(k)) for r in range(k)]
+    second = [sum(prr(y, b) * irr(s, y) for y in range(k)) for s in range(k)]
+    changed = [[first[r] * second[s] for s in range(k)] for r in range(k)]
+    return same, changed
+
+
+def test_a_change_of_value_leaks_its_pattern_beyond_the_per_value_charges() -> None:
+    """RAPPOR's longitudinal statement is per value: every report of one value is ε∞-LDP. What it
+    does not cover, exactly (two L-GRR reports, k = 16, ε∞ = 1, ε1 = 0.9, "tight"): an unchanged
+    value (a, a) against a change (a, b). Read with the same PRR twice, the reports agree far more
+    often than two independent PRRs can make them, so the pair of sequences is told apart at a loss
+    of 2.67 — above ε∞ (what ``longitudinal_charges`` sums for (a, a)), above 2ε1 = 1.8 (its sum
+    for (a, b)), and above ε∞ + ε1. So no per-value or per-report sum of charges bounds a
+    memoized collection whose values may change; the bound that holds is T·ε_IRR (given every
+    PRR, whose law does not depend on the data, the T IRRs are independent ε_IRR-LDP reports),
+    which this meets (2.67 ≤ 2·4.62). Why ldp keys a question's PRRs to one value for the life of
+    the data (docs/longitudinal.md). Exact rationals; the logs to 1e-12."""
+    o = LongitudinalOracle("l_grr", 16, 1.0, 0.9, "tight")
+    same, changed = _two_report_laws(o, 0, 1)
+    loss = max(float(log_ratio(same[r][s] / changed[r][s])) for r in range(o.k) for s in range(o.k))
+    p2, q2 = o.second_round()
+    eps_irr = float(log_ratio(p2 / q2))
+    charged_same = longitudinal_charges([0, 0], 1.0, 0.9).sum()
+    charged_change = longitudinal_charges([0, 1], 1.0, 0.9).sum()
+    assert (charged_same, charged_change) == pytest.approx((1.0, 1.8))
+    assert loss == pytest.approx(2.669, abs=1e-3)
+    assert loss > max(charged_same, charged_change) + 0.8 and loss > 1.0 + 0.9
+    assert loss <= 2 * eps_irr + 1e-12  # T·ε_IRR holds
+    # The channel itself is right: each report alone is ε1-LDP, and one value's reports are ε∞-LDP.
+    assert o.single_report_loss <= 0.9 + 1e-12 and o.permanent_loss <= 1.0 + 1e-12
+    # Without the shared PRR (a fresh PRR per report: the broken "no memo" channel) the pair (a, a)
+    # would be two independent reports, and the loss against (a, b) falls to at most 2·ε1.
+    _, fresh_same = _two_report_laws(o, 0, 0)
+    fresh = max(float(log_ratio(fresh_same[r][s] / changed[r][s])) for r in range(o.k) for s in range(o.k))
+    assert fresh <= 2 * 0.9 + 1e-12 < loss
