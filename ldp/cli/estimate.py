@@ -38,6 +38,15 @@ def _top(text: str) -> int:
     return k
 
 
+def _bits(text: str) -> int:
+    from ldp.cli.argtypes import integer_text
+
+    b = integer_text(text, "--bits", " in 1..62")
+    if not 1 <= b <= 62:
+        raise argparse.ArgumentTypeError(f"--bits must be an integer in 1..62, got {text!r}")
+    return b
+
+
 def _arguments(p: argparse.ArgumentParser) -> None:
     where = p.add_mutually_exclusive_group(required=True)
     where.add_argument("--data", type=existing_file("the data file"), metavar="FILE", help="a CSV or Parquet file, one user per row")
@@ -47,6 +56,12 @@ def _arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--task", choices=("frequencies", "mean", "heavy-hitters"), default="frequencies", help="what to estimate (default frequencies)")
     p.add_argument("--oracle", choices=ORACLE_CHOICES, default="auto", help="frequency oracle (grr oue olh hr ss sue) or mean mechanism (duchi piecewise hybrid); auto: the smallest exact variance")
     p.add_argument("--top", type=_top, default=10, metavar="K", help="heavy hitters: how many (default 10)")
+    p.add_argument(
+        "--method", choices=("oracle", "pem", "treehist"), default="oracle",
+        help="heavy hitters: oracle (the top K of one frequency oracle over the column's categories; default), "
+        "or pem / treehist (a prefix protocol over integers 0..2^B-1: needs --bits B)",
+    )
+    p.add_argument("--bits", type=_bits, metavar="B", help="with --method pem or treehist: the declared bit width of the column's integers (1..62)")
     p.add_argument("--processes", type=process_count, metavar="P", help="run P client processes over loopback gRPC (needs --schema); default: in process")
     p.add_argument("--schema", type=existing_file("the schema file"), metavar="S", help="the declared schema (JSON, `ldp-sim schema infer FILE` then reviewed); default: inferred, in process only")
     p.add_argument("--truth", action="store_true", help="also show the true values (computed from the file, outside the protocol)")
@@ -115,12 +130,18 @@ def estimate_command(ns: argparse.Namespace) -> int:
 
     console = stdout_console()
     line = say(console)
+    if ns.method != "oracle" and ns.bits is None:
+        raise ParameterError(f"--method {ns.method} needs --bits B, the declared bit width of the column's integers (1..62; every value in 0..2^B-1)")
+    if ns.method == "oracle" and ns.bits is not None:
+        raise ParameterError("--bits goes with --method pem or treehist (heavy hitters of integers of a declared bit width)")
     if ns.bind is None and ns.users is not None:
         raise ParameterError("--users goes with --bind (remote clients); with --data the file says how many users")
     if ns.bind is not None:
         refused = [flag for flag, given in (("--processes", ns.processes is not None), ("--truth", ns.truth), ("--seed", ns.seed is not None)) if given]
         if refused:
             raise ParameterError(f"--bind serves remote clients, which hold the data and their own report key: {', '.join(refused)} cannot be used with it")
+        if ns.method != "oracle":
+            raise ParameterError(f"--method {ns.method} runs its rounds on users the command loads itself (--data FILE); with --bind use --method oracle")
         if ns.schema is None or ns.users is None:
             raise ParameterError("--bind needs --schema S (the declared schema the clients serve) and --users N (how many users they hold)")
     output_directory(ns.out)  # before any work: a bad -o is one line
@@ -136,14 +157,16 @@ def estimate_command(ns: argparse.Namespace) -> int:
         where = f"remote client processes, aggregator on {bound[0]}"
     else:
         results = estimate_file(
-            ns.data, ns.column, ns.epsilon, task=ns.task, schema=ns.schema, oracle=ns.oracle, processes=ns.processes, seed=ns.seed, truth=ns.truth, top=ns.top
+            ns.data, ns.column, ns.epsilon, task=ns.task, schema=ns.schema, oracle=ns.oracle, processes=ns.processes, seed=ns.seed, truth=ns.truth, top=ns.top,
+            method=ns.method, bits=ns.bits,
         )
         where = "in process" if ns.processes is None else f"{ns.processes} client process(es) over loopback gRPC"
     seconds = time.perf_counter() - started
     note = caption(results, ns.epsilon, results[0].users, where)
     from rich.table import Table
 
-    table = Table(title=f"{ns.task} of {Path(ns.data).name if ns.data else 'the remote users'} ({seconds:.2f} s)")
+    how = f", {ns.method} over {ns.bits} bits" if ns.method != "oracle" else ""
+    table = Table(title=f"{ns.task}{how} of {Path(ns.data).name if ns.data else 'the remote users'} ({seconds:.2f} s)")
     for h in _headers(ns.truth):
         table.add_column(h)
     for r in results:

@@ -57,7 +57,7 @@ import json
 import math
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -571,14 +571,18 @@ def heavy_hitters(
         return _run(_ask_column(data, question, report_key(seed), processes, truth))  # type: ignore[no-any-return]
     if categories is not None:
         raise ParameterError(f"heavy_hitters: method {method!r} reads integers of a declared bit width (bits=), not categories=")
+    return _prefix_heavy_hitters(bit_column(column, bits, method), epsilon, int(k), oracle, processes, seed, truth, method)
+
+
+def _prefix_heavy_hitters(held: BitColumn, epsilon: float, k: int, oracle: str, processes: int | None, seed: int | None, truth: bool, method: str) -> Estimates:
+    """PEM or TreeHist on a ``BitColumn`` (``heavy_hitters`` and ``estimate_file``'s one path)."""
     epsilon = require_epsilon(epsilon)
     kind = "olh" if oracle == "auto" else _kind(oracle, FREQUENCY_ORACLES, f"heavy_hitters (method {method!r})")
     if kind == "subset_selection":  # its reports are sets over a fixed k; a level's k changes
         raise ParameterError(f"heavy_hitters: method {method!r} takes oracle 'grr', 'olh', 'hr', 'oue' or 'sue', got {oracle!r}")
-    held = bit_column(column, bits, method)
     if method == "pem" and k > 2 ** (held.bits - 1):  # PEM starts at ⌈log2 k⌉ bits: there must be a round after it
         raise ParameterError(f"heavy_hitters: method 'pem' needs k ≤ 2^(bits − 1) = {2 ** (held.bits - 1)}, got k={k} with bits={held.bits}")
-    plan = _PrefixPlan(method, kind, epsilon, int(k), _levels_seed(seed))
+    plan = _PrefixPlan(method, kind, epsilon, k, _levels_seed(seed))
     return _run(_ask_prefix(held, plan, report_key(seed), processes, truth))  # type: ignore[no-any-return]
 
 
@@ -787,16 +791,29 @@ def estimate_file(
     seed: int | None = None,
     truth: bool = False,
     top: int = 10,
+    method: str = "oracle",
+    bits: int | None = None,
 ) -> list[Estimates]:
     """``ldp-sim estimate``: each of ``columns`` of a CSV/Parquet file asked of every user, ε
     split equally across them (each user spends ``epsilon`` in all, ε/m per column), in one
     round; in process, or through ``processes`` client processes that read the file (a
     declared ``schema`` is then required: invariant I3). A mean's range is the schema field's
-    low..high (declared, or inferred from the data in process)."""
+    low..high (declared, or inferred from the data in process).
+
+    Heavy hitters with ``method="pem"`` or ``"treehist"`` (``heavy_hitters``): one column of
+    integers 0..2^bits − 1, ``bits`` declared; the file is read here and its users answer as
+    ``heavy_hitters``'s (in process, or ``processes`` client processes reading the column's bits,
+    whose declared schema is ``bits`` wide: no ``schema`` is needed for them)."""
     from ldp.core.datafile import load_data
 
     epsilon = require_epsilon(epsilon)
     processes = _check_processes(processes)
+    if not isinstance(method, str) or method not in HEAVY_HITTER_METHODS:
+        raise ParameterError(f"method must be one of {', '.join(HEAVY_HITTER_METHODS)}, got {method!r}")
+    if method != "oracle":
+        return [_file_prefix_heavy_hitters(path, columns, epsilon, task, schema, oracle, processes, seed, truth, top, method, bits)]
+    if bits is not None:
+        raise ParameterError(f"bits={bits!r} is for method 'pem' or 'treehist' (heavy hitters of integers of a declared bit width)")
     if processes is not None and schema is None:  # served users need a declared schema (invariant I3)
         from ldp.core.datafile import undeclared_schema_message
 
@@ -818,6 +835,37 @@ def estimate_file(
 
     results: list[Estimates] = _run(go())
     return results
+
+
+def _file_prefix_heavy_hitters(
+    path: str | Path, columns: Sequence[str], epsilon: float, task: str, schema: str | Path | None, oracle: str,
+    processes: int | None, seed: int | None, truth: bool, top: int, method: str, bits: int | None,
+) -> Estimates:
+    """``estimate_file`` with ``method`` pem or treehist: the one column's integers as bits."""
+    from ldp.core.datafile import load_data
+
+    if task != "heavy-hitters":
+        raise ParameterError(f"method {method!r} finds heavy hitters: it goes with task 'heavy-hitters', not {task!r}")
+    if len(columns) != 1:
+        raise ParameterError(f"method {method!r} reads one column of integers, got {len(columns)} columns ({', '.join(columns)})")
+    if bits is None:  # before the file is read
+        bit_column(np.zeros(0, dtype=np.int64), bits, method)
+    name = columns[0]
+    data = load_data(path, schema) if schema is not None else load_data(path, columns=[name])
+    labels = data.labels(name)
+    if labels is not None:
+        raise ParameterError(f"method {method!r} reads integers 0..2^bits − 1; column {name!r} holds categories ({', '.join(labels[:5])}{', …' if len(labels) > 5 else ''}): map each to an integer id first")
+    spec_field = data.schema.field(name)  # record values are low, low + step, ..., high: position j stands for values(name)[j]
+    recs = np.asarray(data.records(0, data.size)[:, data.schema.column(name)], dtype=np.int64)
+    values = np.asarray(data.values(name))[(recs - spec_field.low) // spec_field.step]
+    if values.dtype.kind == "f":  # an integer field's values come as a float grid when it declares a missing slot
+        if not np.all(np.isfinite(values)) or not np.all(values == np.round(values)):
+            raise ParameterError(f"method {method!r} reads integers 0..2^bits − 1; column {name!r} has a missing or non-integer value")
+        values = values.astype(np.int64)
+    held = bit_column(values, bits, method)
+    if name.isidentifier():
+        held = replace(held, name=name)
+    return _prefix_heavy_hitters(held, epsilon, top, oracle, processes, seed, truth, method)
 
 
 def _questions(data: Any, columns: Sequence[str], epsilon: float, task: str, oracle: str, top: int) -> list[Question]:

@@ -145,6 +145,14 @@ BAD: list[tuple[list[str], str]] = [
     (["--data", "users.csv", "--column", "age", "--task", "mean", "--oracle", "olh"], "mean: oracle must be 'auto' or one of duchi"),
     (["--data", "users.csv", "--column", "colour", "-o", "users.csv"], "is not a directory (a file of that name exists)"),
     (["--data", "bad.csv", "--column", "colour"], "bad.csv, row 2 (line 3), column 'colour'"),
+    (["--data", "users.csv", "--column", "age", "--task", "heavy-hitters", "--method", "treehist"], "--method treehist needs --bits B"),
+    (["--data", "users.csv", "--column", "age", "--task", "heavy-hitters", "--bits", "7"], "--bits goes with --method pem or treehist"),
+    (["--data", "users.csv", "--column", "age", "--method", "pem", "--bits", "7"], "method 'pem' finds heavy hitters: it goes with task 'heavy-hitters', not 'frequencies'"),
+    (["--data", "users.csv", "--column", "age", "--column", "colour", "--task", "heavy-hitters", "--method", "treehist", "--bits", "7"], "reads one column of integers, got 2 columns"),
+    (["--data", "users.csv", "--column", "age", "--task", "heavy-hitters", "--method", "treehist", "--bits", "6"], "value(s) do not fit in bits=6 (integers 0..63)"),
+    (["--data", "users.csv", "--column", "age", "--task", "heavy-hitters", "--method", "treehist", "--bits", "63"], "--bits must be an integer in 1..62"),
+    (["--data", "users.csv", "--column", "age", "--task", "heavy-hitters", "--method", "bloom"], "invalid choice: 'bloom'"),
+    (["--bind", "127.0.0.1:0", "--column", "age", "--schema", "schema.json", "--users", "10", "--task", "heavy-hitters", "--method", "pem", "--bits", "7"], "with --bind use --method oracle"),
 ]
 
 
@@ -164,3 +172,40 @@ def test_bad_flags_through_the_real_command(folder: Path) -> None:
     for args, message in (BAD[0], BAD[12], BAD[-1]):
         done = _run(args, folder, timeout=PROCESS_WAIT_S)
         assert done.returncode == 2 and done.stderr.count("\n") == 1 and message in done.stderr, done.stderr
+
+
+@pytest.fixture(scope="module")
+def visits(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """pages.csv: 20,000 users, page ids 0..4095 (12 bits); four planted pages hold 15/12/10/8 %."""
+    d = tmp_path_factory.mktemp("visits")
+    rng = np.random.default_rng(11)
+    page = rng.integers(0, 4096, 20_000)
+    u = rng.random(20_000)
+    for lo, hi, planted in ((0.0, 0.15, 1234), (0.15, 0.27, 777), (0.27, 0.37, 4000), (0.37, 0.45, 42)):
+        page[(u >= lo) & (u < hi)] = planted
+    (d / "pages.csv").write_text("page\n" + "".join(f"{p}\n" for p in page))
+    return d
+
+
+@pytest.mark.parametrize("method", ["treehist", "pem"])
+def test_heavy_hitters_of_a_files_integers_by_a_prefix_protocol(visits: Path, method: str) -> None:
+    """``ldp-sim estimate --task heavy-hitters --method treehist|pem --bits 12`` as documented
+    (docs/treehist.md): the four planted pages, in process and over two client processes (bit for
+    bit the same), as ``ldp.heavy_hitters(column, method=, bits=)`` finds them. TreeHist returns
+    only what passes its threshold, and here exactly the planted set; PEM returns ``--top``
+    values. Seeded (``--seed 3``): the same reports every run. For an unseeded run TreeHist's
+    union bound puts a miss or an extra at ≤ β = 0.05, far less at these margins (the planted
+    pages are ≥ 7 sd above its threshold at 20,000 users, ε = 4)."""
+    import ldp
+
+    args = ["--data", "pages.csv", "--column", "page", "--task", "heavy-hitters", "--method", method, "--bits", "12", "--epsilon", "4", "--seed", "3", "--top", "4"]
+    here = _run([*args, "-o", f"out-{method}"], visits, timeout=PROCESS_WAIT_S)
+    served = _run([*args, "--processes", "2", "-o", f"out-{method}-2"], visits, timeout=PROCESS_WAIT_S)
+    assert here.returncode == 0 and served.returncode == 0, (here.stderr, served.stderr)
+    assert f"heavy-hitters, {method} over 12 bits of pages.csv" in here.stdout
+    rows = json.loads((visits / f"out-{method}" / "result.json").read_text())["results"][0]["rows"]
+    assert sorted(row["label"] for row in rows) == [42, 777, 1234, 4000], rows
+    assert _estimates(visits / f"out-{method}") == _estimates(visits / f"out-{method}-2")
+    page = np.loadtxt(visits / "pages.csv", skiprows=1, dtype=np.int64)
+    api = ldp.heavy_hitters(page, 4.0, k=4, seed=3, method=method, bits=12)
+    assert list(api.labels) == [row["label"] for row in rows] and list(api.estimates) == [row["estimate"] for row in rows]
