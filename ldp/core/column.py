@@ -51,11 +51,29 @@ import numpy as np
 from ldp.core.errors import ParameterError
 from ldp.core.schema import RECORD_DTYPE, Field, Schema
 
-__all__ = ["ColumnData", "column_values", "frequency_column", "mean_column", "progression", "GRID", "INT16_RANGE"]
+__all__ = ["ColumnData", "column_values", "frequency_column", "held_records", "holdings_identity", "mean_column", "progression", "GRID", "INT16_RANGE"]
 
 GRID = 1 << 14  # a mean's grid: 16384 steps (the field 0..GRID fits int16)
 INT16_RANGE = (-(2**15), 2**15 - 1)
 _IDENTITY_TAG = b"ldp.column/v1\n"
+
+
+def holdings_identity(tag: bytes, schema: Schema, records: np.ndarray) -> str:
+    """The ledger key of in-memory holdings: SHA-256 of a tag (what kind of holdings), the
+    schema's JSON and the records' bytes. The same records under the same schema and tag are
+    the same users' data; anything else is other data, with its own ledger."""
+    h = hashlib.sha256(tag)
+    h.update(json.dumps(schema.to_json(), sort_keys=True).encode())
+    h.update(np.ascontiguousarray(records).tobytes())
+    return h.hexdigest()
+
+
+def held_records(records: np.ndarray, first_user: int, count: int) -> np.ndarray:
+    """A copy of rows first_user .. first_user+count−1 of in-memory holdings' ``records``, or one
+    line naming the users asked for and the users there are."""
+    if first_user < 0 or count < 0 or first_user + count > len(records):
+        raise ParameterError(f"users {first_user}..{first_user + count - 1} are outside the column's users 0..{len(records) - 1}")
+    return records[first_user : first_user + count].copy()
 
 
 @dataclass(frozen=True)
@@ -93,16 +111,11 @@ class ColumnData:
     @property
     def identity(self) -> str:
         """SHA-256 of the records and the schema (the ledger key, as a data file's identity)."""
-        h = hashlib.sha256(_IDENTITY_TAG)
-        h.update(json.dumps(self.schema.to_json(), sort_keys=True).encode())
-        h.update(np.ascontiguousarray(self._records).tobytes())
-        return h.hexdigest()
+        return holdings_identity(_IDENTITY_TAG, self.schema, self._records)
 
     def records(self, first_user: int, count: int) -> np.ndarray:
         """Records of users first_user .. first_user+count−1: int16, shape (count, 1)."""
-        if first_user < 0 or count < 0 or first_user + count > self.size:
-            raise ParameterError(f"users {first_user}..{first_user + count - 1} are outside the column's users 0..{self.size - 1}")
-        return self._records[first_user : first_user + count].copy()
+        return held_records(self._records, first_user, count)
 
     def grid_value(self, values: np.ndarray | float) -> np.ndarray:
         """A field value in the caller's unit: the grid point (kind "grid") or the value itself."""

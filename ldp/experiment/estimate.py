@@ -52,7 +52,6 @@ Estimates and intervals
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import tempfile
@@ -63,7 +62,7 @@ from typing import Any
 
 import numpy as np
 
-from ldp.core.column import ColumnData, column_values, frequency_column, mean_column
+from ldp.core.column import ColumnData, column_values, frequency_column, held_records, holdings_identity, mean_column
 from ldp.core.errors import LDPError, ParameterError, require_epsilon, require_integer
 from ldp.core.frequency_estimators import estimate as post_estimate
 from ldp.core.frequency_estimators import estimator_spec
@@ -617,16 +616,11 @@ class BitColumn:
     @property
     def identity(self) -> str:
         """SHA-256 of the records and the schema (the ledger key, as ``ColumnData``'s)."""
-        h = hashlib.sha256(_BITS_TAG)
-        h.update(json.dumps(self.schema.to_json(), sort_keys=True).encode())
-        h.update(np.ascontiguousarray(self._records).tobytes())
-        return h.hexdigest()
+        return holdings_identity(_BITS_TAG, self.schema, self._records)
 
     def records(self, first_user: int, count: int) -> np.ndarray:
         """Records of users first_user .. first_user+count−1: int16 0/1, shape (count, bits)."""
-        if first_user < 0 or count < 0 or first_user + count > self.size:
-            raise ParameterError(f"users {first_user}..{first_user + count - 1} are outside the column's users 0..{self.size - 1}")
-        return self._records[first_user : first_user + count].copy()
+        return held_records(self._records, first_user, count)
 
     def write_csv(self, folder: str | Path) -> tuple[Path, Path]:
         """``column.csv`` (columns name_0 .. name_{bits−1}) and its declared ``schema.json``."""
