@@ -333,6 +333,9 @@ async def measure_size(n: int, processes: Sequence[int], reps: int, log: Any) ->
     return out
 
 
+MIN_S_PER_USER = 1e-12  # the floor of a measured per-user cost (``derive_costs``)
+
+
 def derive_costs(m: dict[int, dict[str, dict[str, float]]]) -> Costs:
     """The model's costs from the measurements (sizes: the smallest for the fixed costs, the two
     largest for the per-user slopes)."""
@@ -342,9 +345,11 @@ def derive_costs(m: dict[int, dict[str, dict[str, float]]]) -> Costs:
     def slope(name: str, key: str) -> float:
         return (m[hi][name][key] - m[lo][name][key]) / (hi - lo)
 
-    c = slope("gRPC 1", "clients_cpu_s")
-    a = slope("gRPC 1", "aggregator_cpu_s")
-    b = slope("in process", "aggregator_cpu_s")  # in process, this process does everything
+    # A per-user cost is positive; a slope at or below zero is noise (a loaded machine, CPU read in
+    # 10 ms ticks, a --quick grid), so it is floored at 1 ps per user: the projection stays finite.
+    c = max(slope("gRPC 1", "clients_cpu_s"), MIN_S_PER_USER)
+    a = max(slope("gRPC 1", "aggregator_cpu_s"), MIN_S_PER_USER)
+    b = max(slope("in process", "aggregator_cpu_s"), MIN_S_PER_USER)  # in process, this process does everything
     fixed = m[small]["gRPC 1"]["wall_s"] - small * (c + a)
     fixed_in = m[small]["in process"]["wall_s"] - small * b
     r = m[small]["gRPC 2"]["aggregator_cpu_s"] - m[small]["gRPC 1"]["aggregator_cpu_s"] if "gRPC 2" in m[small] else 0.0
