@@ -27,21 +27,23 @@
 import inspect
 import math
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any
 
 import matplotlib.pyplot as plt
 import numpy as np
 
-from ldp.core.audit import clopper_pearson
+from ldp.core.audit import clopper_pearson, log_ratio
 from ldp.core.budget import UNIT_BITS, allowance_units, charge_units
 from ldp.core.concepts import concept_class
 from ldp.core.frequency_oracles import support_probabilities
-from ldp.core.longitudinal import MEMO_REPEAT_EPSILON, frequency_variance
+from ldp.core.longitudinal import MEMO_REPEAT_EPSILON, LongitudinalOracle, frequency_variance, instantaneous_response, memo_key, permanent_response
 from ldp.core.population import PopulationSpec
 from ldp.core.queries import make_query
 from ldp.core.query_specs import prefix_index
 from ldp.core.randomizers import LocalRandomizer, RandomizerSpec
-from ldp.core.rng import generator
+from ldp.core.rng import RandomSource, derive_key_bytes, generator
+from ldp.core.value_processes import change_probabilities, period_values, value_process
 from ldp.local.messages import SessionKind
 from ldp.local.oracle import LROracle
 from ldp.local.session import Request, Session
@@ -282,6 +284,11 @@ RESULT = lab_result(
 # 3. Average each arm's daily frequency estimates over the days the plain arm answered. Does the
 #    error of the mean of D days shrink like 1/√D in both arms? Predict each arm's error, then
 #    measure it over 10 cohorts of users.
+# 4. When the value *changes*: users whose values churn between days (`ldp.core.value_processes`).
+#    From two reports, how often does the aggregator tell whether a user's value changed, with
+#    fresh `kary_rr` reports, and with one memo shared across the change (the PRR of each value)?
+#    Predict, measure, and read the exact loss of the pair (a, a) against (a, b). Why does ldp ask
+#    each period as its own question?
 
 
 # %%
@@ -345,3 +352,66 @@ if exercise("average D days of estimates: predict each arm's error, then measure
     print("  cannot average ε∞ away; the population's estimate each day is as good as the plain one.")
     # a correct lab: each ratio within 1 ± 4 sampling errors (about 1 in 10^4 outside)
     assert all(abs(r - 1) < 4 * rel for r in ratios.values()), ratios
+
+# %%
+if exercise("when the value changes: predict, then measure, how well two reports tell that it changed"):
+    # Library level (the users' side simulated by the experiment): churn(0.5) over the lab's k
+    # uniform values and days; each pair of consecutive days is one trial of "did it change?".
+    process = value_process("churn", [1 / K] * K, rate=0.5)
+    ids = np.arange(USERS, dtype=np.int64)
+    held = period_values(process, USERS, DAYS, seed=26)  # (users, days), indices 0..k−1
+    moved = held[:, 1:] != held[:, :-1]
+    print(f"  churn(0.5) over k = {K} uniform values, {USERS:,} users, {DAYS} days: {moved.size:,} pairs of days,"
+          f" changed {moved.mean():.4f} (exactly {change_probabilities(process, 2)[0]:.4f} = 0.5·(1 − 1/k))")
+    o, source, memo_k = MEMO.randomizer.oracle, RandomSource(26), memo_key(derive_key_bytes("lab7-change", 26))
+    reports = {  # each arm's report of every user on every day (value indices); each arm its own coins
+        "fresh kary_rr at ε1": np.stack([np.searchsorted(PLAIN.categories, PLAIN.randomizer.sample(PLAIN.categories[held[:, t]].astype(np.float64), source.for_request("lab7/fresh", t, ids))) for t in range(DAYS)], axis=1),
+        "one memo, a PRR per value": np.stack([instantaneous_response(permanent_response(memo_k, ids, held[:, t], o, "v"), source.for_request("lab7/irr memo", t, ids), o) for t in range(DAYS)], axis=1),
+        "each day its own question": np.stack([instantaneous_response(permanent_response(memo_k, ids, held[:, t], o, f"v, day {t}"), source.for_request("lab7/irr daily", t, ids), o) for t in range(DAYS)], axis=1),
+    }
+    # Exact predictions. Every channel here is symmetric and the values uniform, so the pair's law
+    # depends only on whether the two reports are equal: "equal ⇒ unchanged" is the best test, and
+    # its balanced accuracy (Pr[equal | unchanged] + Pr[differ | changed])/2 the best any aggregator gets.
+    (p2, q2), (ps, qs) = o.second_round(), o.support_probabilities()
+    pf, qf = support_probabilities(PLAIN.randomizer)
+    def equal(p: Fraction, q: Fraction) -> tuple[Fraction, Fraction]:
+        """Pr[equal | unchanged], Pr[equal | changed] of two independent reports, each (p, q)."""
+        return p * p + (K - 1) * q * q, 2 * p * q + (K - 2) * q * q
+    exact = {"fresh kary_rr at ε1": equal(pf, qf), "one memo, a PRR per value": (p2 * p2 + (K - 1) * q2 * q2, equal(ps, qs)[1]), "each day its own question": equal(ps, qs)}
+    bound2 = math.exp(2 * EPS_1) / (1 + math.exp(2 * EPS_1))
+    print(f"  {'':>26} Pr[equal | unchanged]  Pr[equal | changed]  balanced accuracy of \"equal ⇒ unchanged\"")
+    for name, seen in reports.items():
+        eq = seen[:, 1:] == seen[:, :-1]
+        rates = (float(eq[~moved].mean()), float(eq[moved].mean()))
+        want = tuple(float(x) for x in exact[name])
+        acc, acc_want = (rates[0] + 1 - rates[1]) / 2, (want[0] + 1 - want[1]) / 2
+        print(f"  measured {name:>26}: {rates[0]:.4f} (predicted {want[0]:.4f})  {rates[1]:.4f} ({want[1]:.4f})  {acc:.4f} (predicted {acc_want:.4f})")
+        # a correct lab: each proportion within 4.5 binomial sd of its exact prediction (two-sided,
+        # 7·10^-6 each, 6 checks: < 5·10^-5); fresh reports never beat the 2ε1 bound
+        for m, w, n in zip(rates, want, ((~moved).sum(), moved.sum())):
+            assert abs(m - w) <= 4.5 * math.sqrt(w * (1 - w) / n), (name, m, w)
+        assert acc_want <= bound2
+    # The exact loss of the pair (a, a) against (a, b) with one memo: one PRR read twice against
+    # two PRRs, both ways (tests/core/test_longitudinal.py::test_a_change_of_value_leaks_its_pattern_beyond_the_per_value_charges)
+    def pair_loss(lo: LongitudinalOracle) -> tuple[float, float]:
+        """max |ln Pr[r, s | a, a]/Pr[r, s | a, b]| over the report pairs, exactly; and ε_IRR."""
+        (a1, b1), (a2, b2) = lo.first_round(), lo.second_round()
+        def prr(y: int, v: int) -> Fraction:
+            return a1 if y == v else b1
+        def irr(r: int, y: int) -> Fraction:
+            return a2 if r == y else b2
+        m = range(lo.k)
+        first, second = ([sum(prr(y, v) * irr(r, y) for y in m) for r in m] for v in (0, 1))
+        ratios = [Fraction(sum(prr(y, 0) * irr(r, y) * irr(s, y) for y in m)) / (first[r] * second[s]) for r in m for s in m]
+        return max(max(log_ratio(x), -log_ratio(x)) for x in ratios), log_ratio(a2 / b2)
+    loss, eps_irr = pair_loss(o)
+    test_loss, _ = pair_loss(LongitudinalOracle("l_grr", 16, 1.0, 0.9, "tight"))
+    ratio = {name: float(exact[name][0] / exact[name][1]) for name in exact}
+    print(f"  fresh reports stay under the 2ε1 bound e^2ε1/(1 + e^2ε1) = {bound2:.4f}; each day's report, alone, is ε1-LDP in every arm.")
+    print(f"  One memo across the change: equal reports are {ratio['one memo, a PRR per value']:.2f}× likelier when the value stayed (fresh:")
+    print(f"  {ratio['fresh kary_rr at ε1']:.2f}×, a day per question: {ratio['each day its own question']:.2f}×). Exact loss of (a, a) against (a, b): {loss:.4f} here, against")
+    print(f"  charges of ε∞ = {EPS_INF:g} for (a, a) and 2ε1 = {2 * EPS_1:g} for (a, b); at k = 16, ε∞ = 1, ε1 = 0.9 it is {test_loss:.4f},")
+    print("  above both (1 and 1.8): no sum of per-value charges bounds it in general, only T·ε_IRR")
+    print(f"  (here 2 × {eps_irr:.4f}). So ldp asks each period as its own question: a PRR per day, charged")
+    print("  ε∞ a day, whose pairs are two independent reports, as the last row measures.")
+    assert test_loss > max(1.0, 2 * 0.9) and loss <= 2 * eps_irr + 1e-12

@@ -9,7 +9,9 @@ What is checked, on what the student reads (the lab's printout and its ``RESULT`
 - the exercises' measurements agree with their predictions, and the checks fail on a broken
   variant: memoization switched off in the "with" arm (a new PRR for every report, as in
   tests/local/test_memoized_reports.py) is decoded far above the bound, and the lab's own
-  exercise check stops it; a naive 1/√D prediction for the memoized mean is rejected;
+  exercise check stops it; a naive 1/√D prediction for the memoized mean is rejected; when the
+  value changes (exercise 4, churn), a memo shared across the change makes equal reports twice as
+  likely for an unchanged value, and the check rejects the no-memo prediction for it;
 - the solutions are hidden with ``LDP_SOLUTIONS=0``;
 - ``ldp-sim lab 7 --quick``, a real process over gRPC with 2 client processes, prints the
   in-process numbers and saves the figure.
@@ -44,10 +46,12 @@ Z = 4.5  # one-sided normal tail beyond 4.5 sd: < 4·10^-6
 # first, then prints its RESULT.
 _RUN = """
 import json, sys
-if sys.argv[2] == "broken":  # memoization off: a new PRR for every report (the PRR keyed by a counter)
+if sys.argv[2] != "honest":  # memoization off: a new PRR for every report (the PRR keyed by a counter)
     from ldp.core import longitudinal
     real, report = longitudinal.permanent_response, iter(range(1 << 30))
     def per_report(memo, user_ids, values, oracle, question=""):
+        if sys.argv[2] == "broken-change" and question != "v":  # only exercise 4's shared memo (question "v")
+            return real(memo, user_ids, values, oracle, question)
         return real(memo, user_ids, values, oracle, f"{question}|report {next(report)}")
     longitudinal.permanent_response = per_report
 from ldp.simulations.labs.runner import run_lab
@@ -60,10 +64,10 @@ def _env(**extra: str) -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith("LDP_")} | {"MPLBACKEND": "Agg", "COLUMNS": "200"} | extra
 
 
-def run_lab7(out: Path, solutions: bool = True, broken: bool = False) -> subprocess.CompletedProcess[str]:
+def run_lab7(out: Path, solutions: bool = True, broken: bool | str = False) -> subprocess.CompletedProcess[str]:
     env = _env(LDP_QUICK="1", LDP_TRANSPORT="inprocess", LDP_SOLUTIONS="1" if solutions else "0", LDP_LAB_OUT=str(out))
     return subprocess.run(
-        [sys.executable, "-c", _RUN, str(LAB), "broken" if broken else "honest"], env=env, capture_output=True, text=True, timeout=PROCESS_WAIT_S, cwd=out
+        [sys.executable, "-c", _RUN, str(LAB), broken if isinstance(broken, str) else "broken" if broken else "honest"], env=env, capture_output=True, text=True, timeout=PROCESS_WAIT_S, cwd=out
     )
 
 
@@ -138,6 +142,28 @@ def test_the_exercises_measure_what_they_predict(shown: tuple[str, dict, Path]) 
     one, d, predicted, measured_rms = got["with memoization"]
     assert not agrees(measured_rms, one / math.sqrt(d), rel)
     assert predicted > 1.5 * one / math.sqrt(d)  # the PRR's floor
+    # 4. when the value changes: each Pr[equal reports | unchanged / changed] within 4.5 binomial sd
+    # of its exact prediction (two-sided, 7·10^-6 each) ...
+    pairs, changed = re.search(r"([\d,]+) pairs of days, changed ([\d.]+) \(exactly 0\.4375", text).groups()  # type: ignore[union-attr]
+    n = {"unchanged": int(pairs.replace(",", "")) * (1 - float(changed)), "changed": int(pairs.replace(",", "")) * float(changed)}
+    rows = re.findall(r"^  measured +(fresh kary_rr at ε1|one memo, a PRR per value|each day its own question): ([\d.]+) \(predicted ([\d.]+)\)  ([\d.]+) \(([\d.]+)\)  ([\d.]+) \(predicted ([\d.]+)\)$", text, re.MULTILINE)
+    assert len(rows) == 3 and n["changed"] > 30_000, text[-3000:]
+    seen4 = {name: tuple(float(x) for x in rest) for name, *rest in rows}
+
+    def close(measured: float, predicted: float, pairs_n: float) -> bool:
+        return abs(measured - predicted) <= Z * math.sqrt(predicted * (1 - predicted) / pairs_n)
+
+    for same, same_pred, moved, moved_pred, _acc, _acc_pred in seen4.values():
+        assert close(same, same_pred, n["unchanged"]) and close(moved, moved_pred, n["changed"])
+    bound2 = math.exp(2 * EPS_1) / (1 + math.exp(2 * EPS_1))
+    assert seen4["fresh kary_rr at ε1"][4] <= bound2 and f"e^2ε1/(1 + e^2ε1) = {bound2:.4f}" in text
+    # ... the memo's pattern leaks (equal reports far likelier when unchanged), and a broken
+    # prediction for it — no memo, a PRR per report (the last row's law) — fails the same check
+    memo4, daily4 = seen4["one memo, a PRR per value"], seen4["each day its own question"]
+    assert memo4[0] > 1.5 * daily4[1] and memo4[4] > daily4[4] + 0.04
+    assert not close(memo4[0], daily4[1], n["unchanged"])
+    # the exact loss of (a, a) against (a, b), as tests/core/test_longitudinal.py computes it (2.669)
+    assert re.search(r"at k = 16, ε∞ = 1, ε1 = 0\.9 it is 2\.66\d\d,", text), text[-2000:]
 
 
 def test_memoization_switched_off_is_decoded_past_the_bound_and_the_lab_says_so(tmp_path: Path) -> None:
@@ -151,13 +177,22 @@ def test_memoization_switched_off_is_decoded_past_the_bound_and_the_lab_says_so(
     assert accuracy > 0.75 and ledger < EPS_INF + 1e-6  # decoded as 30 fresh ε1 reports are (0.80), charged as if memoized
 
 
+def test_a_memo_not_shared_across_the_change_is_caught_by_exercise_4(tmp_path: Path) -> None:
+    """Broken variant of exercise 4 only: its "one memo" arm draws a new PRR for every report. Its
+    equal reports are then no likelier than two independent reports make them, and the exercise's
+    own check (4.5 sd from the one-memo prediction) stops the lab on that row."""
+    proc = run_lab7(tmp_path, broken="broken-change")
+    assert proc.returncode != 0 and "AssertionError: ('one memo, a PRR per value'" in proc.stderr, proc.stderr[-3000:]
+    assert "measured  one memo, a PRR per value: 0.15" in proc.stdout and "each day its own question:" not in proc.stdout
+
+
 def test_the_solutions_are_hidden_when_asked(tmp_path: Path, shown: tuple[str, dict, Path]) -> None:
     proc = run_lab7(tmp_path, solutions=False)
     assert proc.returncode == 0, proc.stderr[-3000:]
     text, _, info = proc.stdout.rpartition("LAB INFO ")
-    assert text.count("[exercise]") == 3 and text.count("your turn") == 3
+    assert text.count("[exercise]") == 4 and text.count("your turn") == 4
     bound4 = f"{math.exp(EPS_INF) / (math.exp(EPS_INF) + 3):.4f}"
-    for answer in (bound4, "post-processing of one ε∞-LDP", f"{1 + 18 * 2**30:,}", "frequency_variance(..., periods=D)"):
+    for answer in (bound4, "post-processing of one ε∞-LDP", f"{1 + 18 * 2**30:,}", "frequency_variance(..., periods=D)", "Pr[equal | unchanged]", "2.6687"):
         assert answer not in text, answer
     assert json.loads(info)["rows"] == shown[1]["rows"]  # the result is the same with solutions hidden
 
