@@ -576,9 +576,10 @@ def heavy_hitters(
 def _prefix_heavy_hitters(held: BitColumn, epsilon: float, k: int, oracle: str, processes: int | None, seed: int | None, truth: bool, method: str) -> Estimates:
     """PEM or TreeHist on a ``BitColumn`` (``heavy_hitters`` and ``estimate_file``'s one path)."""
     epsilon = require_epsilon(epsilon)
+    # Subset selection is not offered: its reports are sets over a fixed k, and a level's k changes.
+    if oracle not in ("auto", "grr", "olh", "hr", "oue", "sue"):
+        raise ParameterError(f"heavy_hitters: method {method!r} takes oracle 'auto', 'grr', 'olh', 'hr', 'oue' or 'sue', got {oracle!r} ('auto' is OLH)")
     kind = "olh" if oracle == "auto" else _kind(oracle, FREQUENCY_ORACLES, f"heavy_hitters (method {method!r})")
-    if kind == "subset_selection":  # its reports are sets over a fixed k; a level's k changes
-        raise ParameterError(f"heavy_hitters: method {method!r} takes oracle 'grr', 'olh', 'hr', 'oue' or 'sue', got {oracle!r}")
     if method == "pem" and k > 2 ** (held.bits - 1):  # PEM starts at ⌈log2 k⌉ bits: there must be a round after it
         raise ParameterError(f"heavy_hitters: method 'pem' needs k ≤ 2^(bits − 1) = {2 ** (held.bits - 1)}, got k={k} with bits={held.bits}")
     plan = _PrefixPlan(method, kind, epsilon, k, _levels_seed(seed))

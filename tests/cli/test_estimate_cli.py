@@ -152,6 +152,7 @@ BAD: list[tuple[list[str], str]] = [
     (["--data", "users.csv", "--column", "age", "--task", "heavy-hitters", "--method", "treehist", "--bits", "6"], "value(s) do not fit in bits=6 (integers 0..63)"),
     (["--data", "users.csv", "--column", "age", "--task", "heavy-hitters", "--method", "treehist", "--bits", "63"], "--bits must be an integer in 1..62"),
     (["--data", "users.csv", "--column", "age", "--task", "heavy-hitters", "--method", "bloom"], "invalid choice: 'bloom'"),
+    (["--data", "users.csv", "--column", "age", "--task", "heavy-hitters", "--method", "treehist", "--bits", "7", "--oracle", "duchi"], "takes oracle 'auto', 'grr', 'olh', 'hr', 'oue' or 'sue', got 'duchi'"),
     (["--bind", "127.0.0.1:0", "--column", "age", "--schema", "schema.json", "--users", "10", "--task", "heavy-hitters", "--method", "pem", "--bits", "7"], "with --bind use --method oracle"),
 ]
 
