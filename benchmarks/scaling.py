@@ -61,7 +61,7 @@ def population(n: int) -> PopulationSpec:
     return PopulationSpec(ConceptClass("parity", 8), ParityConcept((1, 0, 1, 0, 0, 0, 0, 1)), n, budget=1024.0, seed=1, distribution=ProductBernoulli(0.3))
 
 
-def _status(pid: int | str, key: str) -> int:
+def process_status(pid: int | str, key: str) -> int:
     """A /proc/PID/status memory field (VmRSS, VmHWM) in bytes."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith(key + ":"):
@@ -107,7 +107,7 @@ async def _rounds(oracle: LROracle, n: int, repeats: int) -> tuple[float, Report
     return statistics.median(times), reports
 
 
-async def _memory_round(oracle: LROracle, n: int, pids: list[int]) -> tuple[float, float, float]:
+async def memory_round(oracle: LROracle, n: int, pids: list[int]) -> tuple[float, float, float]:
     """One more round: the aggregator's (steady, peak) bytes per user beyond the reports, from
     tracemalloc (numpy's arrays and Python's objects; gRPC's C buffers are not counted), and the
     clients' resident peak during the round, bytes per user over all clients."""
@@ -122,7 +122,7 @@ async def _memory_round(oracle: LROracle, n: int, pids: list[int]) -> tuple[floa
         after, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    clients_peak = sum(_status(p, "VmHWM") for p in pids)
+    clients_peak = sum(process_status(p, "VmHWM") for p in pids)
     assert reports.counts()["answered"] == n
     return (after - before - REPORT_BYTES * n) / n, (peak - before - REPORT_BYTES * n) / n, clients_peak / n
 
@@ -137,11 +137,11 @@ async def measure_in_process(n: int, repeats: int) -> Row:
 async def measure_grpc(n: int, processes: int, repeats: int) -> Row:
     async with launch_local(population(n), processes=processes, ready_timeout_s=1800.0) as oracle:
         pids = [c.process.pid for c in oracle.clients]  # type: ignore[attr-defined]
-        steady = sum(_status(p, "VmRSS") for p in pids)
-        generation = max(_status(p, "VmHWM") / _status(p, "VmRSS") for p in pids)
+        steady = sum(process_status(p, "VmRSS") for p in pids)
+        generation = max(process_status(p, "VmHWM") / process_status(p, "VmRSS") for p in pids)
         seconds, reports = await _rounds(oracle, n, repeats)
         del reports
-        agg_steady, agg_peak, clients_round = await _memory_round(oracle, n, pids)
+        agg_steady, agg_peak, clients_round = await memory_round(oracle, n, pids)
         return Row(n, f"gRPC {processes}", processes, seconds, agg_steady, agg_peak, steady / n, generation, {"client_round_peak_bytes_per_user": clients_round})
 
 

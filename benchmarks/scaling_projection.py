@@ -90,7 +90,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling benchmark scaling.py, run as a script or imported
 
-from scaling import REPORT_BYTES, ROUND, _memory_round, _status, population  # noqa: E402
+from scaling import REPORT_BYTES, ROUND, memory_round, population, process_status  # noqa: E402
 
 from ldp.local.messages import SessionKind  # noqa: E402
 from ldp.local.oracle import InProcessLROracle, LROracle  # noqa: E402
@@ -311,7 +311,7 @@ async def measure_size(n: int, processes: Sequence[int], reps: int, log: Any) ->
             pids = [c.process.pid for c in oracle.clients]  # type: ignore[attr-defined]
             cfg = Config(f"gRPC {p}", p, oracle, pids, Session(oracle, SessionKind.INTERACTIVE), ready)
             cfg.startup_cpu_s = sum(_cpu_s(q) for q in pids)  # interpreter, imports, records, connecting
-            cfg.loaded_bytes = sum(_status(q, "VmRSS") for q in pids)
+            cfg.loaded_bytes = sum(process_status(q, "VmRSS") for q in pids)
             configs.append(cfg)
         for cfg in configs:  # warm-up: first-round imports, gRPC channels, the shards' randomizer cache
             await _timed_batch(cfg, n, 1)
@@ -327,7 +327,7 @@ async def measure_size(n: int, processes: Sequence[int], reps: int, log: Any) ->
             wall, agg, clients, others = (statistics.median(s[i] for s in samples[cfg.name]) for i in range(4))
             row = {"wall_s": wall, "aggregator_cpu_s": agg, "clients_cpu_s": clients, "others_cores": others, "ready_s": cfg.ready_s, "startup_cpu_s": cfg.startup_cpu_s}
             if cfg.processes:
-                steady, peak, clients_peak = await _memory_round(cfg.oracle, n, cfg.pids)
+                steady, peak, clients_peak = await memory_round(cfg.oracle, n, cfg.pids)
                 row |= {"loaded_bytes": cfg.loaded_bytes, "clients_round_peak_bytes": clients_peak * n, "aggregator_peak_bytes": (peak + REPORT_BYTES) * n, "aggregator_steady_bytes": (steady + REPORT_BYTES) * n}
             out[cfg.name] = row
     return out

@@ -454,9 +454,10 @@ class GrpcLROracle(LROracle):
     async def _exchange(self, sent: dict[str, RoundRequest], deadline_s: float) -> dict[str, RoundReply | None]:
         return await self.aggregator.exchange(sent, deadline_s)
 
-    async def ledger_spent_units(self) -> np.ndarray:
-        """Every user's spent budget units, in user order (asked from the client processes)."""
-        return await self.aggregator.ledger_spent_units()
+    async def ledger_spent_units(self, timeout_s: float = 30.0) -> np.ndarray:
+        """Every user's spent budget units, in user order (asked from the client processes, each
+        answer awaited at most ``timeout_s``, as ``GrpcAggregator.ledger_spent_units``)."""
+        return await self.aggregator.ledger_spent_units(timeout_s)
 
     async def close(self) -> None:
         await self.aggregator.close("the session is over")
