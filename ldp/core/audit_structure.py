@@ -21,7 +21,7 @@ import numpy as np
 from ldp.core.audit import ExactAudit, FixedRandomness, exp_bounds, log_ratio, verify_exact
 from ldp.core.errors import ParameterError
 from ldp.core.frequency_oracles import FrequencyOracle, HadamardResponse, OptimizedLocalHashing, SubsetSelection, UnaryEncoding
-from ldp.core.randomizer_base import TWO64, Randomizer, rr_draw
+from ldp.core.randomizer_base import TWO64, Randomizer, row_indices, rr_draw
 from ldp.core.rng import Draws
 from ldp.core.rr_mechanisms import KaryRandomizedResponse
 
@@ -76,10 +76,7 @@ class Enumerated(Randomizer):
         raise ParameterError(f"no enumeration for {type(R).__name__}")
 
     def _index_of(self, reports: np.ndarray) -> np.ndarray:
-        rows = self._rows()
-        keys = {r.tobytes(): i for i, r in enumerate(rows)}
-        w = np.asarray(reports).astype(rows.dtype)
-        return np.array([keys.get(r.tobytes(), -1) for r in w], dtype=np.float64)
+        return row_indices(self._rows(), reports)
 
     def input_domain(self) -> np.ndarray:
         return self.inner.input_domain()

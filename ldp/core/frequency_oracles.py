@@ -100,6 +100,7 @@ __all__ = [
     "build_frequency_oracle",
     "UnaryEncoding",
     "MAX_CATEGORIES",
+    "checked_categories",
 ]
 
 MAX_CATEGORIES = 1 << 16  # a query's finite values: int16 fields give at most 2^16
@@ -108,7 +109,9 @@ _CHUNK_DTYPES: dict[int, type[np.unsignedinteger[Any]]] = {16: np.uint16, 32: np
 _BLOCK_BYTES = 1 << 25  # memory bound of one column block of draws in the unary samplers
 
 
-def _categories(kind: str, categories: tuple[float, ...]) -> tuple[float, ...]:
+def checked_categories(kind: str, categories: tuple[float, ...]) -> tuple[float, ...]:
+    """A frequency oracle's categories, sorted, or one line naming the kind and what is wrong:
+    fewer than 2 or repeated, more than ``MAX_CATEGORIES``, or not finite."""
     cats = tuple(float(c) for c in categories)
     if len(cats) < 2 or len(set(cats)) != len(cats):
         raise ParameterError(f"{kind} needs k ≥ 2 distinct categories, got k={len(cats)}: {cats[:8]}")
@@ -254,7 +257,7 @@ class UnaryEncoding(FrequencyOracle):
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", require_epsilon(self.epsilon))
-        object.__setattr__(self, "categories", _categories(self.kind, self.categories))
+        object.__setattr__(self, "categories", checked_categories(self.kind, self.categories))
         self.thresholds  # noqa: B018  (validates)
 
     @staticmethod
@@ -490,7 +493,7 @@ class OptimizedLocalHashing(FrequencyOracle):
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", require_epsilon(self.epsilon))
-        object.__setattr__(self, "categories", _categories(self.kind, self.categories))
+        object.__setattr__(self, "categories", checked_categories(self.kind, self.categories))
         m = self.m
         if self.hash_bits is None:
             default = round(math.log2(math.exp(min(self.epsilon, 700.0)) + 1.0))
@@ -622,7 +625,7 @@ class HadamardResponse(FrequencyOracle):
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", require_epsilon(self.epsilon))
-        object.__setattr__(self, "categories", _categories(self.kind, self.categories))
+        object.__setattr__(self, "categories", checked_categories(self.kind, self.categories))
         rr_cells(self.epsilon, 2)
 
     @property
@@ -755,7 +758,7 @@ class SubsetSelection(FrequencyOracle):
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", require_epsilon(self.epsilon))
-        object.__setattr__(self, "categories", _categories(self.kind, self.categories))
+        object.__setattr__(self, "categories", checked_categories(self.kind, self.categories))
         a_in, a_out = self.cell_sizes
         if a_in <= 0 or a_out <= 0:
             raise ParameterError(f"subset_selection at ε={self.epsilon:g}, k={self.k} is beyond the 2^-64 resolution of its draws")

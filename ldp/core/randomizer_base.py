@@ -63,6 +63,7 @@ __all__ = [
     "uniform_index_starts",
     "member_mask",
     "first_bad",
+    "row_indices",
     "TWO64",
     "TWO53",
     "LN2",
@@ -212,6 +213,14 @@ def member_mask(values: np.ndarray, domain: np.ndarray) -> np.ndarray:
     for d in domain:
         ok |= values == d
     return ok
+
+
+def row_indices(rows: np.ndarray, reports: np.ndarray) -> np.ndarray:
+    """The index of each report among an enumerated output's ``rows`` (float64; −1 for a report
+    that is no row): how the exact audits' enumerated wrappers name a multi-column report."""
+    keys = {r.tobytes(): i for i, r in enumerate(rows)}
+    w = np.asarray(reports).astype(rows.dtype)
+    return np.array([keys.get(r.tobytes(), -1) for r in w], dtype=np.float64)
 
 
 def first_bad(values: np.ndarray, ok: np.ndarray) -> object:

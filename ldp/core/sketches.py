@@ -81,9 +81,9 @@ import numpy as np
 
 from ldp.core.errors import ParameterError, require_epsilon, require_integer
 from ldp.core.fourier import walsh_hadamard
-from ldp.core.frequency_oracles import MAX_CATEGORIES, FrequencyOracle, SymmetricUnaryEncoding
+from ldp.core.frequency_oracles import MAX_CATEGORIES, FrequencyOracle, SymmetricUnaryEncoding, checked_categories
 from ldp.core.queries import Query
-from ldp.core.randomizer_base import TWO64, Randomizer, SpecView, check_params, register_randomizer
+from ldp.core.randomizer_base import TWO64, Randomizer, SpecView, check_params, register_randomizer, row_indices
 from ldp.core.rng import Draws, generator
 from ldp.core.rr_mechanisms import BinaryRandomizedResponse
 
@@ -144,17 +144,6 @@ def hash_tables(hash_seed: int, hashes: int, width: int) -> np.ndarray:
     return tables
 
 
-def _categories(kind: str, categories: tuple[float, ...]) -> tuple[float, ...]:
-    cats = tuple(float(c) for c in categories)
-    if len(cats) < 2 or len(set(cats)) != len(cats):
-        raise ParameterError(f"{kind} needs k ≥ 2 distinct categories, got k={len(cats)}: {cats[:8]}")
-    if len(cats) > MAX_CATEGORIES:
-        raise ParameterError(f"{kind} takes at most {MAX_CATEGORIES} categories, got k={len(cats)}")
-    if any(not math.isfinite(c) for c in cats):
-        raise ParameterError(f"{kind} categories must be finite, got {cats[:8]}")
-    return tuple(sorted(cats))
-
-
 def _power_of_two(kind: str, name: str, value: object, low: int, high: int) -> int:
     v = require_integer(f"{kind}: {name}", value, low, high, f"powers of 2 in [{low}, {high}]")
     if v & (v - 1):
@@ -178,7 +167,7 @@ class SketchOracle(FrequencyOracle):
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", require_epsilon(self.epsilon))
-        object.__setattr__(self, "categories", _categories(self.kind, self.categories))
+        object.__setattr__(self, "categories", checked_categories(self.kind, self.categories))
         object.__setattr__(self, "hashes", _power_of_two(self.kind, "hashes", self.hashes, 1, MAX_HASHES))
         object.__setattr__(self, "width", _power_of_two(self.kind, "width", self.width, 2, MAX_WIDTH))
         object.__setattr__(self, "hash_seed", require_integer(f"{self.kind}: hash_seed", self.hash_seed, 0, (1 << 64) - 1, "[0, 2^64)"))
@@ -694,9 +683,7 @@ class EnumeratedSketch(Randomizer):
         return g.astype(np.uint16)
 
     def _index_of(self, reports: np.ndarray) -> np.ndarray:
-        keys = {r.tobytes(): i for i, r in enumerate(self._rows())}
-        w = np.asarray(reports).astype(self._rows().dtype)
-        return np.array([keys.get(r.tobytes(), -1) for r in w], dtype=np.float64)
+        return row_indices(self._rows(), reports)
 
     def input_domain(self) -> np.ndarray:
         return self.inner.input_domain()

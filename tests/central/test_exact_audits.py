@@ -45,7 +45,7 @@ import ldp.central.sanitizers as san_module
 import ldp.central.set_cover as sc_module
 from ldp.central.halfplane import Halfplane, box_half_width, halfplane_cell_table, halfplane_density
 from ldp.central.laplace_mechanism import laplace_cdf, laplace_sf
-from ldp.central.privacy_checks import delta_at_epsilon, max_log_ratio, symmetric_delta
+from ldp.central.privacy_checks import max_log_ratio, symmetric_delta
 from ldp.central.rec_concave import rec_concave_distribution
 from ldp.central.sanitizers import pure_composition_epsilon0, rec_sanitizer_budget
 from ldp.central.stability import a_dist_pass_probability, top_two
@@ -280,7 +280,7 @@ def _rs_audit(ns: dict[str, Any], pairs: list[tuple[tuple[int, ...], tuple[int, 
         assert abs(p.sum() + lp - 1) < 1e-9 and abs(q.sum() + lq - 1) < 1e-9
         keep = (p > 1e-300) | (q > 1e-300)
         worst_lr = max(worst_lr, max_log_ratio(p[keep], q[keep]))
-        d = max(float(delta_at_epsilon(p, q, RS_EPS)), float(delta_at_epsilon(q, p, RS_EPS))) + lp + lq
+        d = float(symmetric_delta(p, q, RS_EPS)) + lp + lq
         worst_delta = max(worst_delta, d)
     return {"log_ratio": worst_lr, "delta": worst_delta, "steps": steps, "most": most}
 
@@ -418,6 +418,13 @@ def _floor_laplace_law(b0: float, k: int, n: int, scale: float) -> list[tuple[fl
     return out
 
 
+def _law_gap(P: dict[Any, float], Q: dict[Any, float], outcomes: Any, eps: float) -> tuple[float, float]:
+    """Two laws (outcome -> mass) over ``outcomes``: the largest |log ratio| and δ at ``eps``, both ways."""
+    p = np.array([P.get(w, 0.0) for w in outcomes])
+    q = np.array([Q.get(w, 0.0) for w in outcomes])
+    return max_log_ratio(p, q), float(symmetric_delta(p, q, eps))
+
+
 def _kgon_law(ns: dict[str, Any], pts: np.ndarray, labels: np.ndarray, k: int, groups: _Classes,
               patch: dict[str, Any] | None = None, step_laws: dict[Any, np.ndarray] | None = None
               ) -> tuple[dict[tuple[int, ...], float], set[tuple[Any, ...]], int]:
@@ -523,11 +530,8 @@ def _kgon_audit(ns: dict[str, Any], k: int, pairs: list[tuple[tuple[Any, ...], t
             worst_step = max(worst_step, max_log_ratio(sl_s[key], sl_t[key]))
         steps |= st1 | st2
         most = max(most, n1, n2)
-        keys = sorted(set(P) | set(Q))
-        p = np.array([P.get(kk, 0.0) for kk in keys])
-        q = np.array([Q.get(kk, 0.0) for kk in keys])
-        worst_lr = max(worst_lr, max_log_ratio(p, q))
-        worst_delta = max(worst_delta, float(delta_at_epsilon(p, q, KG_EPS)), float(delta_at_epsilon(q, p, KG_EPS)))
+        lr, d = _law_gap(P, Q, sorted(set(P) | set(Q)), KG_EPS)
+        worst_lr, worst_delta = max(worst_lr, lr), max(worst_delta, d)
     return {"log_ratio": worst_lr, "delta": worst_delta, "step": worst_step, "steps": steps, "most": most}
 
 
@@ -714,11 +718,8 @@ def _ug_audit(ns: dict[str, Any], pairs: list[tuple[tuple[Any, ...], tuple[Any, 
             worst_step = max(worst_step, max_log_ratio(sl_s[key], sl_t[key]))
         steps |= st1 | st2
         most = max(most, n1, n2)
-        keys = sorted(set(P) | set(Q))
-        p = np.array([P.get(kk, 0.0) for kk in keys])
-        q = np.array([Q.get(kk, 0.0) for kk in keys])
-        worst_lr = max(worst_lr, max_log_ratio(p, q))
-        worst_delta = max(worst_delta, float(delta_at_epsilon(p, q, KG_EPS)), float(delta_at_epsilon(q, p, KG_EPS)))
+        lr, d = _law_gap(P, Q, sorted(set(P) | set(Q)), KG_EPS)
+        worst_lr, worst_delta = max(worst_lr, lr), max(worst_delta, d)
     return {"log_ratio": worst_lr, "delta": worst_delta, "step": worst_step, "steps": steps, "most": most}
 
 
@@ -822,10 +823,8 @@ def _pt_audit(ns: dict[str, Any], name: str, eps: float, delta: float) -> dict[s
                     cache[sample] = _pt_law(ns, name, sample, eps, delta)
             (P, s1), (Q, s2) = cache[db], cache[nb]
             steps |= s1 | s2
-            p = np.array([P.get(j, 0.0) for j in range(1 << PT_BITS)])
-            q = np.array([Q.get(j, 0.0) for j in range(1 << PT_BITS)])
-            worst_lr = max(worst_lr, max_log_ratio(p, q))
-            worst_delta = max(worst_delta, float(delta_at_epsilon(p, q, eps)), float(delta_at_epsilon(q, p, eps)))
+            lr, d = _law_gap(P, Q, range(1 << PT_BITS), eps)
+            worst_lr, worst_delta = max(worst_lr, lr), max(worst_delta, d)
     return {"log_ratio": worst_lr, "delta": worst_delta, "steps": steps}
 
 
