@@ -49,6 +49,7 @@ proto: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) benchmarks/randomizers.py
+	$(PY) benchmarks/samplers.py
 	$(PY) benchmarks/transport.py
 	$(PY) benchmarks/scaling_projection.py
 

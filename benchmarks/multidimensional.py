@@ -21,6 +21,14 @@ small tables get more trials (``--min-values``: at least 120 (trial, value) pair
 Usage: ``python benchmarks/multidimensional.py [--trials T] [--out DIR]``: prints the table and
 saves ``multidimensional.csv`` and ``multidimensional.png`` in ``--out`` (default
 results/multidimensional). About a minute on 2 cores at the defaults.
+
+``--adp-table`` prints instead docs/multidimensional.md's RS+FD[ADP] table (``adp_table``): the
+paper's parameters (``RandomSamplingFakeData.paper``: the sampled attribute at ε′) for RS+FD[GRR],
+RS+FD[OUE-z] and RS+FD[ADP] (``rsfd_adp_choice`` per attribute), d ∈ {2, 5} (``--ds``), every
+attribute with the same k and the geometric histogram ∝ 0.8^v (``geometric_population``), n = 10^5,
+20 seeded repetitions (``--trials``); cells are MSE × 10^5 with the exact variance
+(``frequency_variance``) × 10^5 in brackets. The three variants read the same users' randomness
+in each repetition, so ADP's cell equals its pick's. ``adp.csv`` goes to ``--out``.
 """
 
 from __future__ import annotations
@@ -100,6 +108,70 @@ def run(name: str, d: int, k: int, eps: float, n: int, trials: int, seed: int, m
     )
 
 
+def geometric_population(d: int, k: int, n: int, seed: int, ratio: float = 0.8) -> tuple[np.ndarray, list[np.ndarray]]:
+    """n records of d attributes, each column with exact counts ∝ ``ratio``^v over v = 0 … k − 1
+    (largest remainders), shuffled independently of the other columns."""
+    rng = np.random.default_rng([seed, d, k, 8])
+    w = ratio ** np.arange(k, dtype=np.float64)
+    f = w / w.sum()
+    counts = np.floor(f * n).astype(np.int64)
+    counts[np.argsort(-(f * n - counts), kind="stable")[: n - counts.sum()]] += 1
+    cols = [rng.permutation(np.repeat(np.arange(k), counts)) for _ in range(d)]
+    return np.stack(cols, axis=1).astype(np.float64), [counts / n] * d
+
+
+ADP_VARIANTS = ("grr", "oue-z", "adp")
+
+
+def adp_table(ds: list[int], ks: list[int], epsilons: list[float], n: int, trials: int, seed: int) -> list[dict[str, Any]]:
+    """RS+FD[GRR], RS+FD[OUE-z] and RS+FD[ADP] with the paper's parameters at each (d, k, ε): the
+    mean over ``trials`` seeded runs of the MSE (mean over attributes and categories of (f̂ − f)²)
+    and the mean exact variance (``RandomSamplingFakeData.frequency_variance``). Every variant of a
+    setting reads the same users' randomness in run t."""
+    rows = []
+    for d in ds:
+        for k in ks:
+            x, f = geometric_population(d, k, n, seed)
+            truth = np.concatenate(f)
+            attrs = tuple(tuple(range(k)) for _ in range(d))
+            for eps in epsilons:
+                row: dict[str, Any] = dict(d=d, k=k, epsilon=eps)
+                for variant in ADP_VARIANTS:
+                    P = RandomSamplingFakeData.paper(eps, attrs, variant)
+                    mse = [
+                        float(np.mean((np.concatenate(P.frequencies(P.sample(x, RandomSource(seed).for_request(f"adp-{d}-{k}-{eps:g}", t, np.arange(n))))) - truth) ** 2))
+                        for t in range(trials)
+                    ]
+                    row.update({f"{variant}_mse": float(np.mean(mse)), f"{variant}_var": float(np.mean(np.concatenate(P.frequency_variance(f, n))))})
+                    row["record_epsilon"] = P.epsilon
+                    if variant == "adp":
+                        row["adp_picks"] = "/".join(sorted(set(P.variants)))
+                rows.append(row)
+    return rows
+
+
+def main_adp(args: argparse.Namespace) -> None:
+    """``--adp-table``: docs/multidimensional.md's RS+FD[ADP] table, as markdown on stdout."""
+    t0 = time.process_time()
+    rows = adp_table(args.ds or [2, 5], args.ks, args.epsilons, args.n, args.trials or 20, args.seed)
+    header = ["d", "k", "ε", "ε′", "ADP picks", "RS+FD[GRR]", "RS+FD[OUE-z]", "RS+FD[ADP]"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for r in rows:
+        cells = [f"{r[v + '_mse'] * 1e5:.3g} ({r[v + '_var'] * 1e5:.3g})" for v in ADP_VARIANTS]
+        lines.append(f"| {r['d']} | {r['k']} | {r['epsilon']:g} | {r['record_epsilon']:.2f} | {r['adp_picks']} | " + " | ".join(cells) + " |")
+    better = sum(min(("grr", "oue-z"), key=lambda v: r[v + "_var"]) == r["adp_picks"] for r in rows)
+    print(f"RS+FD with the paper's ε′, n = {args.n:,}, {args.trials or 20} runs; cells MSE × 10^5 (exact variance × 10^5)")
+    print("\n".join(lines))
+    print(f"ADP picks the variant of smaller exact variance in {better} of {len(rows)} settings ({time.process_time() - t0:.0f} s CPU)")
+    args.out.mkdir(parents=True, exist_ok=True)
+    with open(args.out / "adp.csv", "w", newline="", encoding="utf-8") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    if args.markdown:
+        args.markdown.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
 def plot(rows: list[dict[str, Any]], path: Path) -> None:
     import matplotlib
 
@@ -129,17 +201,23 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--ds", type=int, nargs="*", default=[2, 5, 10])
+    parser.add_argument("--ds", type=int, nargs="*", help="attribute counts (default 2 5 10; --adp-table: 2 5)")
     parser.add_argument("--ks", type=int, nargs="*", default=[2, 16, 64])
     parser.add_argument("--epsilons", type=float, nargs="*", default=[1.0, 4.0])
     parser.add_argument("--n", type=int, default=100_000)
-    parser.add_argument("--trials", type=int, default=3)
+    parser.add_argument("--trials", type=int, help="seeded runs per cell (default 3; --adp-table: 20)")
     parser.add_argument("--min-values", type=int, default=120, help="at least this many (run, value) pairs per cell: more runs at small d·k")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--protocols", nargs="*", default=PROTOCOLS, choices=PROTOCOLS)
     parser.add_argument("--out", type=Path, default=Path("results/multidimensional"))
     parser.add_argument("--markdown", type=Path, help="also write the table as markdown here")
+    parser.add_argument("--adp-table", action="store_true", help="print docs/multidimensional.md's RS+FD[ADP] table instead")
     args = parser.parse_args(argv)
+    if args.adp_table:
+        main_adp(args)
+        return
+    args.ds = args.ds or [2, 5, 10]
+    args.trials = args.trials or 3
     from rich.console import Console
     from rich.table import Table
 

@@ -81,6 +81,7 @@ _EXPORTS: dict[str, str] = {
     "mean": "ldp.experiment.estimate",
     "heavy_hitters": "ldp.experiment.estimate",
     "Estimates": "ldp.experiment.estimate",
+    "sketch_frequencies": "ldp.experiment.sketch_estimate",
     "grpc_oracle_factory": "ldp.wire.launcher",
     # experiments (ldp-sim list / run): a user's own joins with one call
     "register_experiment": "ldp.experiment.registry",
@@ -121,6 +122,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, eagerly
     from ldp.core.rr_mechanisms import BinaryRandomizedResponse, KaryRandomizedResponse
     from ldp.experiment.estimate import Estimates, frequencies, heavy_hitters, mean
     from ldp.experiment.registry import register_experiment
+    from ldp.experiment.sketch_estimate import sketch_frequencies
     from ldp.local.blocking import run
     from ldp.local.data_oracle import DataLROracle
     from ldp.local.messages import SessionKind, Status, Users

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from ldp.learners.success_rule import min_successes
 from ldp.learners.theorem51 import lni_users_lower_bound, lni_users_lower_bound_kl, lni_users_lower_bound_tv
 from ldp.simulations import reporting
 from ldp.simulations.reporting import write_csv
@@ -227,12 +228,19 @@ def _per_seed(result: dict[str, Any]) -> str:
     for r in result["rows"]:
         bound = f"{r['bound']:,} ({r['bound_source']})" if r.get("bound") else "—"
         needed = _n(r["users_needed"]) if r["users_needed"] is not None else f"> {c['cap']:,}"
-        success = _fmt_success(r) if r.get("ci") else f"≥ {1 - c['beta']:.0%} of {r['trials']}"  # the POINT rows: m_90 of their own search
+        success = _fmt_success(r) if r.get("ci") else _point_rule(c, r["trials"])
         rows.append((r["family"], r["learner"], r["d"], r.get("seed", "—"), needed, _n(r.get("last_failing")), success,
                      _fmt_success(r.get("below")), _n(r.get("planned")), bound))
     headers = ("class", "learner", "d", "seed", "users needed", "last failing", "successes at users needed [95 % CI]",
                "successes at last failing", f"planned ({1 - c['beta']:.0%} predicted)", "bound (source)")
     return reporting.markdown_table(headers, rows, align="llrrrrllrl")
+
+
+def _point_rule(c: dict[str, Any], trials: int) -> str:
+    """The POINT rows' verdict (``central_point_baselines``: the sweep's success rule at their own
+    number of trials, or all of them when they are too few for it): "≥ k of T"."""
+    k = min_successes(int(trials), c["beta"], 1 - c.get("confidence", 0.95))
+    return f"≥ {k if k is not None else trials} of {trials}"
 
 
 def _fmt_success(entry: dict[str, Any] | None) -> str:

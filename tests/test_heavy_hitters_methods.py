@@ -143,7 +143,7 @@ def test_nothing_frequent_returns_nothing() -> None:
         (lambda: ldp.heavy_hitters(np.array([3, -1]), method="pem", bits=8), r"1 value\(s\) do not fit in bits=8 \(integers 0..255\), the first -1 at row 2"),
         (lambda: ldp.heavy_hitters(np.array([0.5, 1.0]), method="treehist", bits=8), "reads integers 0..2\\^8 − 1, got a column of float64 values"),
         (lambda: ldp.heavy_hitters(np.array(["a", "b"]), method="treehist", bits=8), "reads integers"),
-        (lambda: ldp.heavy_hitters(np.array([0, 1]), method="sketch"), "method must be one of oracle, pem, treehist, got 'sketch'"),
+        (lambda: ldp.heavy_hitters(np.array([0, 1]), method="sketch"), "method must be one of oracle, pem, treehist, treehist-1round, got 'sketch'"),
         (lambda: ldp.heavy_hitters(np.array([0, 1]), bits=8), "bits=8 is for method 'pem' or 'treehist'"),
         (lambda: ldp.heavy_hitters(np.array([0, 1]), method="treehist", bits=8, categories=[0, 1]), "not categories="),
         (lambda: ldp.heavy_hitters(np.array([0, 1]), method="treehist", bits=8, oracle="ss"), "takes oracle 'auto', 'grr', 'olh', 'hr', 'oue' or 'sue', got 'ss'"),

@@ -10,7 +10,12 @@ of the file's users (a declared ``--schema`` is then required: invariant I3, doc
 (``estimate_served``).
 Several ``--column`` split the budget equally: each user spends ε in all, ε/m per column, and the
 output says so. The true values appear only with ``--truth`` (the experimenter's yardstick).
-Source: issue 25.
+``--task sketch --candidates FILE_OR_LIST`` reads one column of *any* strings (an open domain,
+undeclared) and estimates the frequencies of the analyst's candidate strings by Apple's sketches
+(``--oracle cms|hcms``, ``--hashes K``, ``--width M``, ``--hash-seed N``;
+``ldp.experiment.sketch_estimate.estimate_file_sketch``, the same as ``ldp.sketch_frequencies``):
+the users publish only their fingerprints' field, so no ``--schema`` is needed, even with ``--processes``.
+Source: issues 25, 26.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ from ldp.cli.command import Command, say, stdout_console
 __all__ = ["ESTIMATE", "estimate_command", "write_outputs", "DEFAULT_OUT"]
 
 DEFAULT_OUT = "results/estimate"
-ORACLE_CHOICES = ("auto", "grr", "oue", "olh", "hr", "ss", "sue", "duchi", "piecewise", "hybrid")
+ORACLE_CHOICES = ("auto", "grr", "oue", "olh", "hr", "ss", "sue", "duchi", "piecewise", "hybrid", "cms", "hcms")
 
 
 def _top(text: str) -> int:
@@ -47,21 +52,44 @@ def _bits(text: str) -> int:
     return b
 
 
+def _power_of_two(flag: str, low: int, high: int) -> Any:
+    def parse(text: str) -> int:
+        from ldp.cli.argtypes import integer_text
+
+        v = integer_text(text, flag, f" (a power of 2 in {low}..{high})")
+        if not low <= v <= high or v & (v - 1):
+            raise argparse.ArgumentTypeError(f"{flag} must be a power of 2 in {low}..{high}, got {text!r}")
+        return v
+
+    return parse
+
+
 def _arguments(p: argparse.ArgumentParser) -> None:
     where = p.add_mutually_exclusive_group(required=True)
     where.add_argument("--data", type=existing_file("the data file"), metavar="FILE", help="a CSV or Parquet file, one user per row")
     where.add_argument("--bind", type=host_port, metavar="HOST:PORT", help="no file here: listen for remote `ldp-sim clients --connect HOST:PORT --data FILE` (needs --schema, --users)")
     p.add_argument("--column", action="append", required=True, metavar="NAME", help="a column to estimate (repeat for several: the budget is split equally)")
     p.add_argument("--epsilon", type=epsilon_type("--epsilon"), default=1.0, metavar="E", help="each user's total ε (default 1)")
-    p.add_argument("--task", choices=("frequencies", "mean", "heavy-hitters"), default="frequencies", help="what to estimate (default frequencies)")
-    p.add_argument("--oracle", choices=ORACLE_CHOICES, default="auto", help="frequency oracle (grr oue olh hr ss sue) or mean mechanism (duchi piecewise hybrid); auto: the smallest exact variance")
+    p.add_argument(
+        "--task", choices=("frequencies", "mean", "heavy-hitters", "sketch"), default="frequencies",
+        help="what to estimate (default frequencies); sketch: the frequencies of --candidates strings in a column of any strings (Apple's sketches)",
+    )
+    p.add_argument(
+        "--oracle", choices=ORACLE_CHOICES, default="auto",
+        help="frequency oracle (grr oue olh hr ss sue), mean mechanism (duchi piecewise hybrid) or sketch (cms hcms); auto: the smallest exact variance",
+    )
+    p.add_argument("--candidates", metavar="FILE_OR_LIST", help="with --task sketch: the strings to estimate, a file (one per line) or a comma-separated list")
+    p.add_argument("--hashes", type=_power_of_two("--hashes", 1, 1 << 16), metavar="K", help="with --task sketch: hash functions, the sketch's rows (a power of 2; default 4096)")
+    p.add_argument("--width", type=_power_of_two("--width", 2, 1 << 15), metavar="M", help="with --task sketch: the sketch's width (a power of 2 ≥ 2; default 1024)")
+    p.add_argument("--hash-seed", type=seed_value, metavar="N", help="with --task sketch: the public seed of the hash family (default 0)")
     p.add_argument("--top", type=_top, default=10, metavar="K", help="heavy hitters: how many (default 10)")
     p.add_argument(
-        "--method", choices=("oracle", "pem", "treehist"), default="oracle",
+        "--method", choices=("oracle", "pem", "treehist", "treehist-1round"), default="oracle",
         help="heavy hitters: oracle (the top K of one frequency oracle over the column's categories; default), "
-        "or pem / treehist (a prefix protocol over integers 0..2^B-1: needs --bits B)",
+        "or pem / treehist / treehist-1round (a prefix protocol over integers 0..2^B-1: needs --bits B; "
+        "treehist-1round: one non-interactive round, each user drawing its own level, OLH only)",
     )
-    p.add_argument("--bits", type=_bits, metavar="B", help="with --method pem or treehist: the declared bit width of the column's integers (1..62)")
+    p.add_argument("--bits", type=_bits, metavar="B", help="with --method pem, treehist or treehist-1round: the declared bit width of the column's integers (1..62)")
     p.add_argument("--processes", type=process_count, metavar="P", help="run P client processes over loopback gRPC (needs --schema); default: in process")
     p.add_argument("--schema", type=existing_file("the schema file"), metavar="S", help="the declared schema (JSON, `ldp-sim schema infer FILE` then reviewed); default: inferred, in process only")
     p.add_argument("--truth", action="store_true", help="also show the true values (computed from the file, outside the protocol)")
@@ -130,10 +158,17 @@ def estimate_command(ns: argparse.Namespace) -> int:
 
     console = stdout_console()
     line = say(console)
+    sketch_flags = [flag for flag, given in (("--candidates", ns.candidates is not None), ("--hashes", ns.hashes is not None), ("--width", ns.width is not None), ("--hash-seed", ns.hash_seed is not None)) if given]
+    if ns.task != "sketch" and sketch_flags:
+        raise ParameterError(f"{', '.join(sketch_flags)} go{'es' if len(sketch_flags) == 1 else ''} with --task sketch (the frequencies of candidate strings)")
+    if ns.task == "sketch":
+        return _sketch_command(ns, console, line)
+    if ns.oracle in ("cms", "hcms"):
+        raise ParameterError(f"--oracle {ns.oracle} is a sketch: it goes with --task sketch")
     if ns.method != "oracle" and ns.bits is None:
         raise ParameterError(f"--method {ns.method} needs --bits B, the declared bit width of the column's integers (1..62; every value in 0..2^B-1)")
     if ns.method == "oracle" and ns.bits is not None:
-        raise ParameterError("--bits goes with --method pem or treehist (heavy hitters of integers of a declared bit width)")
+        raise ParameterError("--bits goes with --method pem or treehist or treehist-1round (heavy hitters of integers of a declared bit width)")
     if ns.bind is None and ns.users is not None:
         raise ParameterError("--users goes with --bind (remote clients); with --data the file says how many users")
     if ns.bind is not None:
@@ -179,8 +214,56 @@ def estimate_command(ns: argparse.Namespace) -> int:
     return 0
 
 
+def _sketch_command(ns: argparse.Namespace, console: Any, line: Any) -> int:
+    """``--task sketch``: the frequencies of the candidate strings in one column of any strings
+    (``ldp.experiment.sketch_estimate.estimate_file_sketch``, the API's own code)."""
+    from ldp.core.errors import ParameterError
+    from ldp.experiment.sketch_estimate import DEFAULT_HASHES, DEFAULT_WIDTH, candidate_list, estimate_file_sketch
+
+    if ns.candidates is None:
+        raise ParameterError("--task sketch needs --candidates FILE_OR_LIST: the strings to estimate (a file, one per line, or a comma-separated list)")
+    refused = [flag for flag, given in (
+        ("--bind", ns.bind is not None), ("--schema", ns.schema is not None), ("--method", ns.method != "oracle"), ("--bits", ns.bits is not None),
+    ) if given]
+    if refused:
+        raise ParameterError(
+            f"--task sketch reads one column of any strings from --data FILE and publishes only their fingerprints' field: "
+            f"{', '.join(refused)} cannot be used with it"
+        )
+    if len(ns.column) != 1:
+        raise ParameterError(f"--task sketch estimates one column, got {len(ns.column)} (--column {' --column '.join(ns.column)})")
+    if ns.oracle not in ("auto", "cms", "hcms"):
+        raise ParameterError(f"--task sketch takes --oracle auto, cms or hcms, got {ns.oracle!r}")
+    candidates = candidate_list(ns.candidates)
+    output_directory(ns.out)  # before any work: a bad -o is one line
+    started = time.perf_counter()
+    result = estimate_file_sketch(
+        ns.data, ns.column[0], candidates, ns.epsilon, oracle=ns.oracle, hashes=ns.hashes or DEFAULT_HASHES, width=ns.width or DEFAULT_WIDTH,
+        hash_seed=ns.hash_seed or 0, processes=ns.processes, seed=ns.seed, truth=ns.truth,
+    )
+    seconds = time.perf_counter() - started
+    where = "in process" if ns.processes is None else f"{ns.processes} client process(es) over loopback gRPC"
+    learner = result.learner or {}
+    note = (
+        f"{result.users} users ({where}); ε = {ns.epsilon:g} per user; {result.oracle} sketch, K = {learner.get('hashes')}, m = {learner.get('width')}, "
+        f"hash_seed = {learner.get('hash_seed')}; each estimate ± 1.96 sd from the sketch's variance without the hash family's term (docs/sketches.md)."
+    )
+    from rich.table import Table
+
+    table = Table(title=f"sketch of {Path(ns.data).name}, {len(candidates)} candidate(s) ({seconds:.2f} s)")
+    for h in _headers(ns.truth):
+        table.add_column(h)
+    for row in result.rows():
+        table.add_row(*_cells(row, ns.truth))
+    console.print(table)
+    line(note)
+    files = write_outputs([result], Path(ns.out), note, ns.truth, seconds)
+    line("wrote " + ", ".join(str(f) for f in files))
+    return 0
+
+
 ESTIMATE = Command(
-    "estimate", "frequencies, mean or heavy hitters of a data file's column under ε-LDP",
+    "estimate", "frequencies, mean, heavy hitters or candidate strings' frequencies (sketch) of a data file's column under ε-LDP",
     "Estimate the frequencies (or mean, or heavy hitters) of the columns of a CSV or Parquet file from ε-LDP reports of its users "
     "(one per row), in process or through client processes over loopback gRPC, with 95 % intervals from the oracle's exact variance. "
     "Writes a table, estimates.csv, result.json and estimates.png.",
@@ -188,6 +271,7 @@ ESTIMATE = Command(
         "ldp-sim estimate --data users.csv --column colour --epsilon 1 --seed 0",
         "ldp-sim estimate --data users.csv --schema schema.json --column age --task mean --processes 2",
         "ldp-sim estimate --bind 0.0.0.0:50051 --schema schema.json --users 100000 --column colour   # remote `ldp-sim clients --connect` hold the file",
+        "ldp-sim estimate --data visits.csv --column url --task sketch --candidates candidates.txt --epsilon 4 --seed 0",
     ),
     _arguments, estimate_command,
 )

@@ -20,7 +20,7 @@ import numpy as np
 
 from ldp.core.audit import ExactAudit, FixedRandomness, exp_bounds, log_ratio, verify_exact
 from ldp.core.errors import ParameterError
-from ldp.core.frequency_oracles import FrequencyOracle, HadamardResponse, OptimizedLocalHashing, SubsetSelection, UnaryEncoding
+from ldp.core.frequency_oracles import FrequencyOracle, HadamardResponse, OptimizedLocalHashing, SubsetSelection, UnaryEncoding, unary_word, unary_word_draws
 from ldp.core.randomizer_base import TWO64, Randomizer, row_indices, rr_draw
 from ldp.core.rng import Draws
 from ldp.core.rr_mechanisms import KaryRandomizedResponse
@@ -29,23 +29,18 @@ __all__ = ["Enumerated", "enumerated", "structure_probe", "verify_structure"]
 
 
 class _VirtualRandomness:
-    """Unary encodings on the audit's terms: virtual draw j's top b bits become chunk j mod c of
-    real draw ⌊j/c⌋ — a fixed relabelling of the randomness, so the cells of every virtual draw
-    are intervals [0, T_j·2^{64−b}) and [T_j·2^{64−b}, 2^64) and ``verify_exact`` can enumerate."""
+    """Unary encodings on the audit's terms: virtual draw j's top b bits are bit j's X_j, placed
+    where the real sampler reads it (``unary_word``: its top byte in a main draw, its low b − 8
+    bits in the fallback stream, read on a tie) — a fixed relabelling of the randomness, so the
+    cells of every virtual draw are intervals [0, T_j·2^{64−b}) and [T_j·2^{64−b}, 2^64) and
+    ``verify_exact`` enumerates both parts of X_j, the fallback bits included."""
 
     def __init__(self, virtual: Draws, b: int, k: int) -> None:
         self.virtual, self.b, self.k = virtual, b, k
         self.users = virtual.users
 
     def bits(self, draw: int = 0) -> np.ndarray:
-        c = 64 // self.b
-        out = np.zeros(len(self.users), dtype=np.uint64)
-        for i in range(c):
-            j = draw * c + i
-            if j < self.k:
-                chunk = self.virtual.bits(j) >> np.uint64(64 - self.b)
-                out |= chunk << np.uint64(self.b * i)
-        return out
+        return unary_word(draw, self.k, self.b, lambda j: self.virtual.bits(j) >> np.uint64(64 - self.b))
 
     def uniform(self, draw: int = 0) -> np.ndarray:  # pragma: no cover - the samplers read bits only
         raise NotImplementedError
@@ -161,26 +156,26 @@ def _random_words(rng: np.random.Generator, n: int) -> np.ndarray:
 
 
 def _probe_unary(R: UnaryEncoding, rng: np.random.Generator, x: np.ndarray, inputs: np.ndarray) -> str:
-    """Bit j of the report must be 1[chunk j of its draws < T_j], each user's own chunk and one
-    other put right at a threshold (T − 1 or T)."""
+    """Bit j of the report must be 1[X_j < T_j], X_j read where the layout puts it (``unary_word``:
+    top byte in a main draw, low b − 8 bits in the fallback stream). A third of the X_j tie the
+    threshold's top byte (so the fallback decides), and each user's own X and one other sit right
+    at a threshold (T − 1 or T)."""
     n = len(x)
-    b, c = R.chunk_bits, 64 // R.chunk_bits
+    b, k = R.chunk_bits, R.k
+    r = b - 8
     t_in, t_out = R.thresholds
-    words = -(-R.k // c)
-    bits = {d: _random_words(rng, n) for d in range(words)}
-    for target, t in ((x, t_in), ((x + 1 + rng.integers(0, R.k - 1, n)) % R.k, t_out)):
-        value = np.uint64(t) - rng.integers(0, 2, n, dtype=np.uint64)
-        for d in range(words):
-            hit = target // c == d
-            shift = (np.uint64(b) * (target % c).astype(np.uint64))[hit]
-            mask = np.uint64((1 << b) - 1) << shift if b < 64 else np.full(int(hit.sum()), np.uint64(2**64 - 1))
-            bits[d][hit] = (bits[d][hit] & ~mask) | (value[hit] << shift)
-    got = np.unpackbits(R.sample(inputs, FixedRandomness(bits, n)), axis=1, count=R.k).astype(bool)
-    j = np.arange(R.k)
-    chunk = np.stack([(bits[jj // c] >> np.uint64(b * (jj % c))) & np.uint64((1 << b) - 1) if b < 64 else bits[jj // c] for jj in range(R.k)], axis=1)
-    want = chunk < np.where(j[None, :] == x[:, None], np.uint64(t_in), np.uint64(t_out))
-    if not np.array_equal(got, want):
-        return "a bit of the sampler is not 1[its own chunk < its threshold]"
+    j = np.arange(k)
+    t = np.where(j[None, :] == x[:, None], np.uint64(t_in), np.uint64(t_out))
+    X = _random_words(rng, n * k).reshape(n, k) >> np.uint64(64 - b)
+    tie = rng.integers(0, 3, (n, k)) == 0
+    X[tie] = ((t[tie] >> np.uint64(r)) << np.uint64(r)) | (X[tie] & np.uint64((1 << r) - 1))
+    rows = np.arange(n)
+    for target in (x, (x + 1 + rng.integers(0, k - 1, n)) % k):
+        X[rows, target] = t[rows, target] - rng.integers(0, 2, n, dtype=np.uint64)
+    bits = {d: unary_word(d, k, b, lambda jj: X[:, jj]) for d in unary_word_draws(k, b)}
+    got = np.unpackbits(R.sample(inputs, FixedRandomness(bits, n)), axis=1, count=k).astype(bool)
+    if not np.array_equal(got, X < t):
+        return "a bit of the sampler is not 1[its own X_j < its threshold] (top byte first, the fallback bits on a tie)"
     return ""
 
 

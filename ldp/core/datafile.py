@@ -139,6 +139,7 @@ __all__ = [
     "draft_grid",
     "field_name",
     "header_name",
+    "is_parquet",
     "undeclared_schema_message",
     "SCHEMA_FORMAT",
 ]
@@ -487,7 +488,9 @@ def _hash_file(p: Path) -> bytes:
     return h.digest()
 
 
-def _is_parquet(p: Path) -> bool:
+def is_parquet(p: Path) -> bool:
+    """Whether ``p`` is read as Parquet: by its suffix (.parquet, .pq; .csv is CSV), else by its
+    magic bytes (``PAR1``)."""
     if p.suffix.lower() in _PARQUET_SUFFIXES:
         return True
     if p.suffix.lower() == ".csv":
@@ -745,7 +748,7 @@ def _observe(path: PathLike, columns: Sequence[str] | None, identifiers: bool = 
     refuse a column whose name cannot be a field's)."""
     p, display = _check_path(path)
     cols = _columns_arg(columns)
-    fmt = "parquet" if _is_parquet(p) else "csv"
+    fmt = "parquet" if is_parquet(p) else "csv"
     observer = _Observer()
     names, _, meta = _scan(p, display, fmt, cols, identifiers, observer)
     return p, display, fmt, names, observer.seen, meta
@@ -776,7 +779,7 @@ def _load(path: PathLike, schema: SchemaLike, columns: Sequence[str] | None, quo
     p, display = _check_path(path)
     cols = _columns_arg(columns)
     declared = _resolve_schema(schema, cols)
-    fmt = "parquet" if _is_parquet(p) else "csv"
+    fmt = "parquet" if is_parquet(p) else "csv"
     if lazy and declared is not None:  # the file's identity, columns and rows; no cell yet
         if fmt == "parquet":
             _, _, meta = _scan_parquet(p, display, declared.columns, False, _Encoder(display, declared.columns, [], quote, keep=False), read=False)

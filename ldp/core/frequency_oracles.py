@@ -42,9 +42,23 @@ Exactness (docs/audit.md). The audits named below (``verify_structure``, ``enume
 the audit layer, ``ldp.core.audit_structure``. Every sampler compares integers from its per-user 64-bit draws with
 integer cells, as ``rr_cells`` does; no float threshold is ever compared with a draw.
 
-- Unary encodings: bit j is decided by chunk (j mod c) of draw ⌊j/c⌋, a b-bit integer X_j
-  (c = 64/b chunks per word, least significant first; b ∈ {16, 32, 64}, the smallest whose
-  cells are tight, ``chunk_bits``): y_j = 1[X_j < T_j] with T_j = T_in if j = u else T_out.
+- Unary encodings: bit j is y_j = 1[X_j < T_j] with T_j = T_in if j = u else T_out, X_j a
+  uniform b-bit integer (b ∈ {16, 32, 64}, the smallest whose cells are tight, ``chunk_bits``),
+  read top byte first (``unary_coins``; issue 27): X_j = H_j·2^{b−8} + L_j, and
+  X_j < T ⟺ H_j < T_hi or (H_j = T_hi and L_j < T_lo) with T = T_hi·2^{b−8} + T_lo, so L_j is
+  read only on a tie (probability 2^-8) and the law of every bit is exactly T_j/2^b.
+  *Draw layout* (k bits, r = b − 8; every draw is a whole 128-bit AES block, both halves used;
+  ``unary_draws`` = ⌈k/16⌉ + ⌈r·k/128⌉ draw indices, ≤ 2^15 for every k ≤ 2^16 and b;
+  ``unary_word`` builds it from chosen X_j, for the audits): **main** blocks 0 .. ⌈k/16⌉ − 1,
+  H_j = byte (j mod 16) of block ⌊j/16⌋ (bytes 0–7 its first 64 bits, ``bits(d)``, little-endian);
+  **fallback** blocks ⌈k/16⌉, …, read as one little-endian bit stream (each block's low half, then
+  its high half) in which L_j is bits r·j .. r·j + r − 1 (one slot per bit: two tied bits of a
+  user never share a bit, and no bit of a main block is read again). The fallback blocks are
+  computed only for the tied (user, bit) pairs (``ldp.core.rng.block_pairs``, one AES call for
+  all of them), the main ones in few AES calls (``draw_blocks``): 16 bits per AES block instead of
+  4, and ≈ k/256 extra blocks per user. A ``Draws`` without block methods (the audits' stand-ins)
+  is read through ``bits``: the high half of block d is ``bits(d + HIGH_HALF)``, HIGH_HALF = 2^15
+  (``ldp.core.rng``), an index the real samplers never read.
   OUE: T_in = 2^{b−1}, T_out = ⌈2^b/(e^ε+1)⌉ (``ceil_share``); SUE: T_out = ⌈2^b/(e^{ε/2}+1)⌉
   at the exact rational ε/2, T_in = 2^b − T_out.
   *Theorem (exact audit by structure).* The bits are independent given u and bit j's law depends
@@ -55,7 +69,7 @@ integer cells, as ``rr_cells`` does; no float threshold is ever compared with a 
   OUE: (2^b − T_out)/T_out ≤ e^ε by ``ceil_share``; SUE: ((2^b − T_out)/T_out)² ≤ (e^{ε/2})².
   ``verify_structure`` checks that loss exactly at the randomizer's own (ε, b), checks the
   structure on the real sampler (bit j changes exactly when X_j crosses T_j, never when another
-  chunk moves), and ``enumerated`` lets ``verify_exact`` enumerate every report on small k.
+  X moves, the fallback bits included), and ``enumerated`` lets ``verify_exact`` enumerate every report on small k.
 - OLH: the report is (A, y): A's rows a_r = bits(1 + r) >> (64 − m) are uniform and independent
   of u; y = exact g-ary RR (``rr_cells``(ε, g) on bits(0)) of h_A(u), h_A(x)_r = parity(a_r & x).
   Pr[(A, y)|u] = 2^{−ml}·(A_g if y = h_A(u) else B_g)/2^64, so the loss is exactly ln(A_g/B_g) ≤ ε,
@@ -80,9 +94,9 @@ import numpy as np
 from ldp.core.errors import ParameterError, require_epsilon
 from ldp.core.fourier import walsh_hadamard
 from ldp.core.queries import Query
-from ldp.core.randomizer_base import TWO64, Randomizer, SpecView, ceil_share, check_params, register_randomizer, rr_cells, rr_draw, uniform_index
-from ldp.core.rng import Draws
-from ldp.core.rr_mechanisms import KaryRandomizedResponse
+from ldp.core.randomizer_base import SAMPLER_BLOCK, TWO64, Randomizer, SpecView, ceil_share, check_params, register_randomizer, rr_cells, rr_draw, uniform_index
+from ldp.core.rng import HIGH_HALF, Draws, block_pairs, draw_blocks
+from ldp.core.rr_mechanisms import KaryRandomizedResponse, category_index
 
 __all__ = [
     "FrequencyOracle",
@@ -101,12 +115,14 @@ __all__ = [
     "UnaryEncoding",
     "MAX_CATEGORIES",
     "checked_categories",
+    "unary_coins",
+    "unary_draws",
+    "unary_word",
+    "unary_word_draws",
 ]
 
 MAX_CATEGORIES = 1 << 16  # a query's finite values: int16 fields give at most 2^16
 _LN2 = math.log(2.0)
-_CHUNK_DTYPES: dict[int, type[np.unsignedinteger[Any]]] = {16: np.uint16, 32: np.uint32, 64: np.uint64}
-_BLOCK_BYTES = 1 << 25  # memory bound of one column block of draws in the unary samplers
 
 
 def checked_categories(kind: str, categories: tuple[float, ...]) -> tuple[float, ...]:
@@ -249,7 +265,7 @@ def choose_oracle(k: int, epsilon: float, prefer: str = "olh") -> str:
 
 @dataclass(frozen=True)
 class UnaryEncoding(FrequencyOracle):
-    """k bits, bit j = 1[X_j < T_j] on b-bit chunks of the draws (module docstring)."""
+    """k bits, bit j = 1[X_j < T_j], X_j uniform b-bit integers read top byte first (``unary_coins``; module docstring)."""
 
     epsilon: float
     categories: tuple[float, ...]
@@ -298,30 +314,10 @@ class UnaryEncoding(FrequencyOracle):
         return self.bit_probabilities()
 
     def sample(self, inputs: np.ndarray, randomness: Draws) -> np.ndarray:
+        """Packed bits: bit j = 1[X_j < T_j] (``unary_coins``: X_j's top byte first, the rest only on a tie)."""
         idx = self._index(inputs)
-        n, k, b = len(idx), self.k, self.chunk_bits
-        c = 64 // b
-        dt = _CHUNK_DTYPES[b]
-        t_in, t_out = (dt(t) for t in self.thresholds)
-        words = -(-k // c)
-        out = np.zeros((n, self.report_columns), dtype=np.uint8)
-        # Column blocks of 8 words (a multiple of 8 bits), as many as fit the memory bound.
-        block = max(8, (_BLOCK_BYTES // max(1, 8 * n)) // 8 * 8)
-        rows = np.arange(n)
-        for d0 in range(0, words, block):
-            d1 = min(words, d0 + block)
-            draws = np.empty((n, d1 - d0), dtype=np.uint64)
-            for d in range(d0, d1):
-                draws[:, d - d0] = randomness.bits(d)
-            chunks = draws.view(dt).reshape(n, (d1 - d0) * c)  # chunk i of a word = bits b·i.. (little-endian)
-            j0, j1 = d0 * c, min(k, d1 * c)
-            chunks = chunks[:, : j1 - j0]
-            bits = chunks < t_out
-            mine = (idx >= j0) & (idx < j1)
-            r, col = rows[mine], idx[mine] - j0
-            bits[r, col] = chunks[r, col] < t_in  # the input's bit: its own chunk, threshold T_in
-            out[:, j0 // 8 : (j1 + 7) // 8] = np.packbits(bits, axis=1)
-        return out
+        t_in, t_out = self.thresholds
+        return unary_coins(randomness, self.k, self.chunk_bits, t_in, t_out, mine=idx)
 
     def log_prob(self, u: np.ndarray | float, w: np.ndarray | float) -> np.ndarray:
         """Σ_j log Pr[y_j] for packed reports w (rows of ``report_columns`` bytes), broadcast with u."""
@@ -350,6 +346,189 @@ class UnaryEncoding(FrequencyOracle):
     # exact audit on small k (``enumerated``): one virtual draw per bit
     def _virtual_bits(self) -> int:
         return self.chunk_bits
+
+
+_UNARY_BLOCK = 1 << 18  # first bytes per row block of ``unary_coins`` (users × bits): 256 KiB, in L2 (measured best of 2^18–2^22)
+
+
+def unary_draws(k: int, b: int) -> int:
+    """How many draw indices (0, 1, …; whole AES blocks) ``unary_coins`` reads per report for k
+    bits on b-bit cells: ⌈k/16⌉ main blocks, then ⌈(b − 8)·k/128⌉ fallback blocks (module
+    docstring). At most 2^15 = ``HIGH_HALF`` for every k ≤ 2^16 and b ∈ {16, 32, 64}."""
+    return -(-k // 16) + -(-(b - 8) * k // 128)
+
+
+def unary_word_draws(k: int, b: int) -> list[int]:
+    """The ``bits`` indices a stand-in without block methods is read at (``draw_blocks``): the
+    low halves 0 .. D − 1 and the high halves HIGH_HALF .. HIGH_HALF + D − 1, D = ``unary_draws``."""
+    d = unary_draws(k, b)
+    return list(range(d)) + list(range(HIGH_HALF, HIGH_HALF + d))
+
+
+def _below(first: np.ndarray, t_hi: int, out: np.ndarray | None = None) -> np.ndarray:
+    """first < t_hi for uint8 bytes and t_hi ∈ [0, 256] (256: a threshold of 2^b, always below),
+    into ``out`` when given (a reused buffer: fresh arrays of megabytes cost page faults)."""
+    if t_hi > 255:
+        return np.ones(first.shape, dtype=bool) if out is None else _fill(out, True)
+    return np.less(first, np.uint8(t_hi), out=out)
+
+
+def _ties(first: np.ndarray, t_hi: int, out: np.ndarray | None = None) -> np.ndarray:
+    """first == t_hi (never, for t_hi = 256), into ``out`` when given."""
+    if t_hi > 255:
+        return np.zeros(first.shape, dtype=bool) if out is None else _fill(out, False)
+    return np.equal(first, np.uint8(t_hi), out=out)
+
+
+def _flat_ties(tie: np.ndarray) -> np.ndarray:
+    """The flat indices of the True entries of a C-contiguous bool array, about 2^-8 of them:
+    first the 8-byte words holding one (one uint64 test per 8 entries), then their bytes
+    (``np.flatnonzero`` alone reads every byte, ≈ 1.5× slower; 2-D ``nonzero`` ≈ 7×)."""
+    flat = tie.reshape(-1)
+    if len(flat) % 8 or not flat.flags.c_contiguous:
+        return np.flatnonzero(flat)
+    words = np.flatnonzero(flat.view(np.uint64) != 0)
+    w, byte = np.nonzero(flat.reshape(-1, 8)[words])
+    return words[w] * 8 + byte
+
+
+def _fill(out: np.ndarray, value: bool) -> np.ndarray:
+    out.fill(value)
+    return out
+
+
+def _tie_bits(randomness: Draws, rows: np.ndarray, j: np.ndarray, t_low: np.ndarray, main: int, r: int) -> np.ndarray:
+    """The tied bits' answers: 1[L_j < T_j mod 2^r], L_j the r = b − 8 bits at offset r·j of the
+    fallback stream (words 2e and 2e + 1 are the halves of block main + e, little-endian), read
+    for the tied (user, bit) pairs only (``block_pairs``: one AES call for all of them)."""
+    start = j.astype(np.int64) * r
+    word = start >> 6
+    shift = (start & 63).astype(np.uint64)
+    at = np.arange(len(rows))
+    halves = block_pairs(randomness, rows, main + (word >> 1))
+    low = halves[at, word & 1] >> shift
+    cross = shift + np.uint64(r) > np.uint64(64)  # the slot runs on into the next word
+    if cross.any():
+        even = cross & ((word & 1) == 0)  # the next word is this block's high half
+        low[even] |= halves[even, 1] << (np.uint64(64) - shift[even])
+        odd = cross & ((word & 1) == 1)  # the next word is the next block's low half
+        if odd.any():
+            nxt = block_pairs(randomness, rows[odd], main + (word[odd] >> 1) + 1)[:, 0]
+            low[odd] |= nxt << (np.uint64(64) - shift[odd])
+    low &= np.uint64((1 << r) - 1)
+    return low < t_low
+
+
+def unary_coins(randomness: Draws, k: int, b: int, one: int, zero: int, *, mine: np.ndarray | None = None, chosen: np.ndarray | None = None) -> np.ndarray:
+    """k independent exact coins per user, packed: bit j = 1[X_j < T_j], X_j uniform on [0, 2^b).
+
+    T_j is ``one`` where user i's bit j is *chosen* — j = ``mine[i]`` (OUE/SUE: the input's
+    bit), or bit j of the packed row ``chosen[i]`` (the longitudinal IRR, RAPPOR) — else
+    ``zero``; thresholds are integers in [0, 2^b]. The layout (module docstring): X_j =
+    H_j·2^{b−8} + L_j, H_j byte (j mod 16) of block ⌊j/16⌋ and L_j read only when H_j equals the
+    threshold's top byte (probability 2^-8), from the fallback stream. Every bit's law is exactly
+    Pr[X_j < T_j] = T_j/2^b, and the bits are independent: X_j < T ⟺ H_j < T_hi or (H_j = T_hi
+    and L_j < T_lo), T = T_hi·2^{b−8} + T_lo.
+
+    Parameters
+    ----------
+    randomness : Draws
+        The users' draws, read as whole blocks (``draw_blocks``, ``block_pairs``).
+    k, b : int
+        Bits per report and the cell resolution (16, 32 or 64).
+    one, zero : int
+        The two thresholds.
+    mine, chosen : numpy.ndarray, optional
+        Which bits take ``one``: an index per user, or packed rows of ⌈k/8⌉ bytes (at most one).
+
+    Returns
+    -------
+    numpy.ndarray
+        uint8 rows of ⌈k/8⌉ bytes, bit j MSB-first in byte ⌊j/8⌋ (``np.packbits``).
+    """
+    n = len(randomness.users)
+    r = b - 8
+    main = -(-k // 16)
+    hi1, lo1, hi0, lo0 = one >> r, one & ((1 << r) - 1), zero >> r, zero & ((1 << r) - 1)
+    out = np.empty((n, -(-k // 8)), dtype=np.uint8)
+    idx = None if mine is None else np.asarray(mine, dtype=np.int64)
+    packed = np.asarray(chosen, dtype=np.uint8) if chosen is not None else None
+    # Row blocks of whole reports (every column block would cost a strided write and a short-row
+    # packbits per user): at most _UNARY_BLOCK first bytes each, in cache; ≥ 1 user (64 KiB at k = 2^16).
+    step = max(1, _UNARY_BLOCK // (16 * main))
+    buffers = np.empty((2, min(n, step), k), dtype=bool)
+    blocks = np.empty((min(n, step), 2 * main), dtype=np.uint64)  # reused: fresh ones cost page faults
+    for r0 in range(0, n, step):
+        r1 = min(n, r0 + step)
+        m = r1 - r0
+        # byte i of block d is H_{16d+i} (little-endian halves): the row's bytes are H_0, H_1, … in order
+        got = draw_blocks(randomness, 0, main, slice(r0, r1) if m < n else None, blocks[:m])
+        row_bytes = got.astype("<u8", copy=False).view(np.uint8)  # contiguous, 16·main bytes a row
+        first = row_bytes[:, :k] if k % 16 == 0 else np.ascontiguousarray(row_bytes[:, :k])  # one strided copy, then contiguous passes
+        if packed is not None:
+            # flat: unpacking along rows of a byte or two costs ≈ 20 ns a row
+            pick = np.unpackbits(np.ascontiguousarray(packed[r0:r1]).reshape(-1)).reshape(m, -1)[:, :k].view(bool)
+            if max(hi0, hi1) <= 255:  # each bit's top byte of threshold, without branches (np.where on a random mask mispredicts: ≈ 3× slower)
+                thr = pick.view(np.uint8) * np.uint8((hi1 - hi0) & 255)
+                thr += np.uint8(hi0)  # uint8 arithmetic mod 256: hi0 where not picked, hi1 where picked
+                bits, tie = first < thr, first == thr
+            else:
+                bits = (pick & _below(first, hi1)) | (~pick & _below(first, hi0))
+                tie = (pick & _ties(first, hi1)) | (~pick & _ties(first, hi0))
+        else:
+            bits, tie = _below(first, hi0, buffers[0, :m]), _ties(first, hi0, buffers[1, :m])
+            if idx is not None:  # the input's bit: its own byte, threshold ``one`` (flat indices: 2-D fancy indexing is slower)
+                own = np.take(row_bytes.reshape(-1), np.arange(0, m * 16 * main, 16 * main) + idx[r0:r1])
+                at = np.arange(0, m * k, k) + idx[r0:r1]
+                np.put(bits, at, _below(own, hi1))
+                np.put(tie, at, _ties(own, hi1))
+        tr, j = np.divmod(_flat_ties(tie), k)
+        if len(tr):
+            if packed is not None:
+                is_one = pick[tr, j]
+            elif idx is not None:
+                is_one = idx[r0 + tr] == j
+            else:
+                is_one = np.zeros(len(tr), dtype=bool)
+            t_low = np.where(is_one, np.uint64(lo1), np.uint64(lo0))
+            bits[tr, j] = _tie_bits(randomness, r0 + tr, j, t_low, main, r)
+        # rows of whole bytes pack as one flat run (packbits along short rows is ≈ 40× slower)
+        if k % 8:
+            whole = np.zeros((m, 8 * out.shape[1]), dtype=bool)
+            whole[:, :k] = bits
+            bits = whole
+        out[r0:r1] = np.packbits(bits.reshape(-1)).reshape(m, -1)
+    return out
+
+
+def unary_word(draw: int, k: int, b: int, cell: Any) -> np.ndarray:
+    """``bits(draw)`` of a stand-in that makes each bit's b-bit value X_j = ``cell(j)`` (uint64
+    arrays), in ``unary_coins``' layout read through ``bits`` (``draw_blocks``: index d is the
+    low half of block d, d + HIGH_HALF its high half). The audits' stand-ins
+    (``ldp.core.audit_structure``, the longitudinal, RAPPOR, sketch and multidimensional audits)
+    hand the real sampler these words, so its cells are the intervals [0, T_j), [T_j, 2^b) of X_j.
+
+    Main block d (d < ⌈k/16⌉): byte i of the block (bytes 0–7 its low half) is the top 8 bits of
+    X_{16d+i}. Fallback block ⌈k/16⌉ + e: words 2e (low half) and 2e + 1 (high half) of the stream
+    whose bits r·j .. r·j + r − 1 are the low r = b − 8 bits of X_j. Zeros outside the layout."""
+    main, r = -(-k // 16), b - 8
+    block, half = (draw - HIGH_HALF, 1) if draw >= HIGH_HALF else (draw, 0)
+    out = np.zeros(len(np.asarray(cell(0))), dtype=np.uint64)
+    if block < main:
+        for i in range(8):
+            j = 16 * block + 8 * half + i
+            if j < k:
+                out |= (np.asarray(cell(j), dtype=np.uint64) >> np.uint64(r)) << np.uint64(8 * i)
+        return out
+    lo = 64 * (2 * (block - main) + half)
+    mask = np.uint64((1 << r) - 1)
+    for j in range(max(0, (lo - r + 1) // r), min(k, (lo + 63) // r + 1)):
+        s = r * j
+        if s + r <= lo or s >= lo + 64:
+            continue
+        low = np.asarray(cell(j), dtype=np.uint64) & mask
+        out |= low << np.uint64(s - lo) if s >= lo else low >> np.uint64(lo - s)
+    return out
 
 
 _BYTE_LANES = np.uint64(0x0101010101010101)  # bit 0 of each byte of a word
@@ -544,13 +723,23 @@ class OptimizedLocalHashing(FrequencyOracle):
         return out
 
     def sample(self, inputs: np.ndarray, randomness: Draws) -> np.ndarray:
-        idx = self._index(inputs)
-        n, m, l_ = len(idx), self.m, self.l
+        # a_r = the top m bits of draw 1 + r, h = Σ_r parity(a_r & x)·2^r (``hash``), y = RR of h
+        # on draw 0: uint16 throughout (m ≤ 16), in cache-sized blocks; the same numbers.
+        x = category_index(self.kind, self.categories, inputs).astype(np.uint16)  # x < k ≤ 2^16
+        n, l_ = len(x), self.l
         out = np.empty((n, l_ + 1), dtype=np.uint16)
-        shift = np.uint64(64 - m)
-        for r in range(l_):
-            out[:, r] = randomness.bits(1 + r) >> shift
-        hashed = self.hash(out[:, :l_], idx)
+        hashed = np.zeros(n, dtype=np.uint16)
+        shift = np.uint64(64 - self.m)
+        draws = [randomness.bits(1 + r) for r in range(l_)]
+        for lo in range(0, n, SAMPLER_BLOCK):
+            hi = lo + SAMPLER_BLOCK
+            h, xb = hashed[lo:hi], x[lo:hi]
+            for r, draw in enumerate(draws):
+                a_r = out[lo:hi, r]
+                np.right_shift(draw[lo:hi], shift, out=a_r, casting="unsafe")
+                bit = np.bitwise_count(a_r & xb)
+                bit &= np.uint8(1)
+                h |= np.left_shift(bit, r, dtype=np.uint16)
         a, b = self.cell_sizes
         out[:, l_] = rr_draw(hashed, randomness.bits(0), a, b)
         return out
@@ -650,15 +839,32 @@ class HadamardResponse(FrequencyOracle):
         return Fraction(self.cell_sizes[0], TWO64), Fraction(1, 2)
 
     def sample(self, inputs: np.ndarray, randomness: Draws) -> np.ndarray:
-        a_row = self._index(inputs) + 1
+        # Row a = x + 1; t = the top M − 1 bits of draw 1; j = t with a zero inserted at a's lowest
+        # set bit L: ((t − below) << 1) | below with below = t & (L − 1), which is t + (t & −L).
+        # The report is j or j | L (setting L flips parity(a & ·)): j | L exactly when
+        # parity(a & j) equals [X0 < A] (wanted: parity 0 inside C_x, 1 outside). uint32
+        # throughout (K ≤ 2^17), in cache-sized blocks, without a branch per user.
+        rows = category_index(self.kind, self.categories, inputs).astype(np.uint32)
+        rows += np.uint32(1)
         a, _ = self.cell_sizes
-        inside = randomness.bits(0) < np.uint64(a)
-        t = (randomness.bits(1) >> np.uint64(65 - self.M)).astype(np.int64)
-        low_bit = a_row & -a_row
-        below = t & (low_bit - 1)
-        j = ((t - below) << 1) | below  # a zero inserted at the pivot bit
-        wrong = _parity(a_row & j) != np.where(inside, 0, 1)
-        return (j | np.where(wrong, low_bit, 0)).astype(np.uint32)
+        x0, x1 = randomness.bits(0), randomness.bits(1)
+        a64, shift = np.uint64(a), np.uint64(65 - self.M)
+        out = np.empty(len(rows), dtype=np.uint32)
+        for lo in range(0, len(rows), SAMPLER_BLOCK):
+            hi = lo + SAMPLER_BLOCK
+            row, j = rows[lo:hi], out[lo:hi]
+            np.right_shift(x1[lo:hi], shift, out=j, casting="unsafe")  # t < 2^(M−1)
+            pivot = np.negative(row)
+            pivot &= row  # L
+            spread = np.negative(pivot)
+            spread &= j
+            j += spread  # t + (t & −L)
+            parity = np.bitwise_count(np.bitwise_and(row, j, out=spread))
+            parity &= np.uint8(1)
+            wrong = np.equal(parity, x0[lo:hi] < a64)
+            pivot *= wrong
+            j |= pivot
+        return out
 
     def _masses(self, rows: np.ndarray, j: np.ndarray) -> np.ndarray:
         a, b = self.cell_sizes

@@ -86,7 +86,15 @@ import numpy as np
 
 from ldp.core.audit import log_ratio
 from ldp.core.errors import LDPError, ParameterError, require_epsilon, require_integer
-from ldp.core.frequency_oracles import FrequencyOracle, OptimizedUnaryEncoding, SymmetricUnaryEncoding, UnaryEncoding, bit_column_counts
+from ldp.core.frequency_oracles import (
+    FrequencyOracle,
+    OptimizedUnaryEncoding,
+    SymmetricUnaryEncoding,
+    UnaryEncoding,
+    bit_column_counts,
+    unary_coins,
+    unary_word,
+)
 from ldp.core.queries import Query
 from ldp.core.randomizer_base import DECIMAL_PREC, TWO64, Randomizer, SpecView, check_params, register_randomizer, rr_draw
 from ldp.core.rng import KEY_BYTES, Draws, UserRandomness, derive_subkey
@@ -120,8 +128,6 @@ CALIBRATIONS = ("paper", "tight")
 MAX_K = 1 << 16  # a value's index is the PRR's counter (< 2^48) and reports are int16-sized
 _MEMO_INFO = b"ldp.longitudinal memo key v1"
 _PRR_INFO = b"ldp.longitudinal PRR v1|"
-_CHUNK_DTYPES: dict[int, Any] = {16: np.uint16, 32: np.uint32, 64: np.uint64}
-_BLOCK_BYTES = 1 << 25  # memory bound of one column block of draws (as ``UnaryEncoding.sample``)
 
 
 # --- exact comparison with e^ε (the lower bound ``ceil_share`` uses: 80 digits, 10^-78 margin) ---
@@ -236,7 +242,7 @@ class LongitudinalOracle:
     def second_round_cells(self) -> tuple[int, int, int]:
         """(keep, other, b): L-GRR: the IRR keeps the PRR's value iff X < keep (64-bit X), else
         reports one of the k − 1 others (cells of size ``other``), b = 64. Unary encodings: an IRR
-        bit is 1 iff its b-bit chunk X < keep (PRR bit 1) or X < other (PRR bit 0)."""
+        bit is 1 iff its b-bit X < keep (PRR bit 1) or X < other (PRR bit 0) (``unary_coins``)."""
         return _second_round_cells(self.protocol, self.k, self.epsilon_inf, self.epsilon_1, self.calibration)
 
     def first_round(self) -> tuple[Fraction, Fraction]:
@@ -464,33 +470,18 @@ def instantaneous_response(prr: np.ndarray, draws: Draws, oracle: LongitudinalOr
     -------
     numpy.ndarray
         L-GRR: the exact k-ary RR (``rr_draw``, 64-bit cells ``second_round_cells``) of the PRR's
-        index, int64; unary encodings: packed bits, bit j = 1[chunk j < S1 if PRR bit j else S0].
+        index, int64; unary encodings: packed bits, bit j = 1[X_j < S1 if PRR bit j else S0], X_j
+        the b-bit values of ``ldp.core.frequency_oracles.unary_coins`` (top byte first).
     """
     keep, other, b = oracle.second_round_cells
     if not oracle.unary:
         x = np.asarray(prr, dtype=np.int64)
         return rr_draw(x, draws.bits(0), keep, other)
     w = np.asarray(prr, dtype=np.uint8)
-    n, k = len(w), oracle.k
+    k = oracle.k
     if w.ndim != 2 or w.shape[1] != oracle.report_columns:
         raise ParameterError(f"{oracle.protocol}: a PRR is a row of {oracle.report_columns} bytes, got shape {w.shape}")
-    c = 64 // b
-    dt = _CHUNK_DTYPES[b]
-    s1, s0 = dt(keep), dt(other)
-    words = -(-k // c)
-    out = np.zeros((n, oracle.report_columns), dtype=np.uint8)
-    block = max(8, (_BLOCK_BYTES // max(1, 8 * n)) // 8 * 8)  # whole bytes of bits per block
-    for d0 in range(0, words, block):
-        d1 = min(words, d0 + block)
-        raw = np.empty((n, d1 - d0), dtype=np.uint64)
-        for d in range(d0, d1):
-            raw[:, d - d0] = draws.bits(d)
-        j0, j1 = d0 * c, min(k, d1 * c)
-        chunks = raw.view(dt).reshape(n, (d1 - d0) * c)[:, : j1 - j0]  # chunk i of a word = bits b·i.. (little-endian)
-        prr_bits = np.unpackbits(w[:, j0 // 8 : (j1 + 7) // 8], axis=1, count=j1 - j0).astype(bool)
-        bits = chunks < np.where(prr_bits, s1, s0)
-        out[:, j0 // 8 : (j1 + 7) // 8] = np.packbits(bits, axis=1)
-    return out
+    return unary_coins(draws, k, b, keep, other, chosen=w)  # the PRR's bit picks each coin's threshold
 
 
 # --- the aggregator's estimator ---
@@ -734,23 +725,17 @@ class _Offset:
 
 
 class _Chunked:
-    """Unary encodings on the audit's terms (as ``ldp.core.audit_structure``): bit j's b-bit chunk
+    """Unary encodings on the audit's terms (as ``ldp.core.audit_structure``): bit j's b-bit X_j
     is the top b bits of virtual draw ``first + j``, placed where the real sampler reads it
-    (chunk j mod c of word ⌊j/c⌋). A fixed relabelling of the randomness, so every virtual draw's
-    cells are intervals and ``verify_exact`` can enumerate them."""
+    (``unary_word``: its top byte in a main draw, the rest in the fallback stream). A fixed
+    relabelling of the randomness, so every virtual draw's cells are intervals and
+    ``verify_exact`` can enumerate them (the fallback bits included)."""
 
     def __init__(self, virtual: Draws, first: int, b: int, k: int) -> None:
         self.virtual, self.first, self.b, self.k, self.users = virtual, first, b, k, virtual.users
 
     def bits(self, draw: int = 0) -> np.ndarray:
-        c = 64 // self.b
-        out = np.zeros(len(self.users), dtype=np.uint64)
-        for i in range(c):
-            j = draw * c + i
-            if j < self.k:
-                chunk = self.virtual.bits(self.first + j) >> np.uint64(64 - self.b)
-                out |= chunk << np.uint64(self.b * i)
-        return out
+        return unary_word(draw, self.k, self.b, lambda j: self.virtual.bits(self.first + j) >> np.uint64(64 - self.b))
 
     def uniform(self, draw: int = 0) -> np.ndarray:  # pragma: no cover - the samplers read bits only
         raise NotImplementedError

@@ -67,7 +67,7 @@ from ldp.core.errors import ParameterError, require_epsilon, require_positive_fi
 from ldp.core.plus_minus import PlusMinusRandomizedResponse
 from ldp.core.queries import Query, QuerySpec
 from ldp.core.query_specs import affine, field_query
-from ldp.core.randomizer_base import TWO53, TWO64, Interval, Randomizer, SpecView, register_randomizer
+from ldp.core.randomizer_base import SAMPLER_BLOCK, TWO53, TWO64, Interval, Randomizer, SpecView, register_randomizer
 from ldp.core.rng import Draws
 
 __all__ = [
@@ -282,10 +282,60 @@ class PiecewiseRandomizer(Randomizer):
         return np.where(w == 0.0, self.cells, j)
 
     def sample(self, inputs: np.ndarray, randomness: Draws) -> np.ndarray:
+        # ``_sample_formula`` in cache-sized blocks, without a branch per user (issue 27): the
+        # same reports bit for bit (tests/core/test_sampler_fast_paths.py).
+        u = np.asarray(inputs, dtype=np.float64)
+        x0, x1 = randomness.bits(0), np.asarray(randomness.bits(self.cell_draw), dtype=np.uint64)
+        if u.ndim != 1 or u.shape != x0.shape:  # broadcast inputs: the formula as written
+            return self._sample_formula(u, x0, x1)
         a, b, _ = self.masses
-        k0, f53 = self._rounding(inputs)
-        level = k0 + ((randomness.bits(0) >> _S11).astype(np.int64) < f53)
-        x = np.asarray(randomness.bits(self.cell_draw), dtype=np.uint64)
+        bound, k, w = self.bound, self.k, self.window
+        a64, b64, w64, high = np.uint64(a), np.uint64(b), np.uint64(w), np.uint64(w * a)  # W·A < 2^64: K·B ≥ 2
+        # Every report by its cell j (null: j = N), the same float operations as ``_report``.
+        reports = self._report(np.arange(self.cells + 1))
+        out = np.empty(u.shape, dtype=np.float64)
+        nan = u.size > 0 and bool(np.isnan(u.min()))  # min propagates NaN: one pass, not a mask per block
+        for lo in range(0, len(u), SAMPLER_BLOCK):
+            hi = lo + SAMPLER_BLOCK
+            # ``_rounding``'s operations in its order (NaN → 0 after the clip, as nan_to_num first)
+            s = np.clip(u[lo:hi], -bound, bound, out=out[lo:hi])
+            if nan:
+                np.copyto(s, 0.0, where=np.isnan(s))
+            s += bound
+            s /= 2.0 * bound
+            s *= k
+            np.clip(s, 0.0, float(k), out=s)
+            k0 = np.floor(s)
+            np.minimum(k0, k - 1, out=k0)
+            s -= k0
+            s *= 2.0**53
+            np.rint(s, out=s)  # F, an integer ≤ 2^53: exact in a double and in an int64
+            up = np.right_shift(x0[lo:hi], _S11).view(np.int64) < s.astype(np.int64)
+            k0 += up
+            level = k0.astype(np.uint64)
+            # The cell, without a branch per user: inside the window iff q = X1 // A < W (then
+            # j = level + q); else r = (X1 − W·A) // B and j = r + W·[r ≥ level], which is N for
+            # r = K (the null report: level ≤ K). X1 − W·A wraps inside the window, where the
+            # select j_out + inside·(j_in − j_out) (mod 2^64) discards it.
+            x = x1[lo:hi]
+            q = x // a64
+            inside = q < w64
+            q += level  # j_in
+            j = np.subtract(x, high)
+            j //= b64
+            past = np.greater_equal(j, level)  # the window's W cells are skipped from the level on
+            j += past * w64  # j_out
+            q -= j
+            q *= inside
+            j += q
+            np.take(reports, j.view(np.int64), out=out[lo:hi])
+        return out
+
+    def _sample_formula(self, u: np.ndarray, x0: np.ndarray, x: np.ndarray) -> np.ndarray:
+        """The sampler as the module docstring writes it, on the draws x0 (rounding) and x (cell)."""
+        a, b, _ = self.masses
+        k0, f53 = self._rounding(u)
+        level = k0 + ((x0 >> _S11).astype(np.int64) < f53)
         high = np.uint64(self.window * a)  # < 2^64: K·B ≥ 2
         inside = x < high
         rest = np.where(inside, np.uint64(0), x - high) // np.uint64(b)  # X − W·A wraps when inside: masked
@@ -394,6 +444,28 @@ class PiecewiseRandomizer(Randomizer):
         return ex2 - mean**2
 
 
+class _EachDrawOnce:
+    """The draws of one report, each computed once however often it is read (``Draws``): the
+    Hybrid's Piecewise rounding and Duchi coin both read draw 0. Lives for one ``sample`` call;
+    the samplers only read the arrays it hands out."""
+
+    def __init__(self, randomness: Draws) -> None:
+        self._randomness = randomness
+        self._bits: dict[int, np.ndarray] = {}
+
+    @property
+    def users(self) -> np.ndarray:
+        return self._randomness.users
+
+    def bits(self, draw: int = 0) -> np.ndarray:
+        if draw not in self._bits:
+            self._bits[draw] = self._randomness.bits(draw)
+        return self._bits[draw]
+
+    def uniform(self, draw: int = 0) -> np.ndarray:
+        return self._randomness.uniform(draw)
+
+
 @dataclass(frozen=True)
 class HybridRandomizer(Randomizer):
     """The Hybrid mechanism (Wang et al. 2019 §III-C), exact: w.p. S/2^64 (S = ⌊β·2^64⌋,
@@ -457,8 +529,23 @@ class HybridRandomizer(Randomizer):
         return self.select / 2.0**64
 
     def sample(self, inputs: np.ndarray, randomness: Draws) -> np.ndarray:
-        use_pm = np.asarray(randomness.bits(1), dtype=np.uint64) < np.uint64(self.select)
-        return np.where(use_pm, self.piecewise.sample(inputs, randomness), self.duchi.sample(inputs, randomness))
+        draws = _EachDrawOnce(randomness)  # both parts read draw 0: one PRF pass, not two
+        x1 = np.asarray(draws.bits(1), dtype=np.uint64)
+        pm, duchi = self.piecewise.sample(inputs, draws), self.duchi.sample(inputs, draws)
+        if pm.shape != x1.shape or duchi.shape != x1.shape:  # broadcast inputs: the formula as written
+            return np.where(x1 < np.uint64(self.select), pm, duchi)
+        # np.where(X1 < S, pm, duchi) as a select on the doubles' bits, in cache-sized blocks
+        # (no branch per user): duchi ^ ((pm ^ duchi) & mask), mask all ones where X1 < S.
+        s64 = np.uint64(self.select)
+        mixed, p, d = pm.view(np.uint64), pm.view(np.uint64), duchi.view(np.uint64)
+        for lo in range(0, len(x1), SAMPLER_BLOCK):
+            hi = lo + SAMPLER_BLOCK
+            mask = (x1[lo:hi] < s64).astype(np.uint64)
+            np.negative(mask, out=mask)
+            block = np.bitwise_xor(p[lo:hi], d[lo:hi], out=mixed[lo:hi])
+            block &= mask
+            block ^= d[lo:hi]
+        return pm
 
     def _is_duchi(self, w: np.ndarray | float) -> np.ndarray:
         m = self.duchi.magnitude

@@ -102,10 +102,12 @@ from ldp.core.frequency_oracles import (
     frequency_estimates,
     frequency_variance,
     support_probabilities,
+    unary_draws,
+    unary_word,
 )
 from ldp.core.queries import Query
 from ldp.core.randomizer_base import TWO64, Randomizer, SpecView, register_randomizer, uniform_index, uniform_index_masses, uniform_index_starts
-from ldp.core.rng import MAX_DRAWS, Draws, UserRandomness
+from ldp.core.rng import HIGH_HALF, MAX_DRAWS, Draws, UserRandomness, block_pairs, draw_blocks
 from ldp.core.rr_mechanisms import KaryRandomizedResponse, category_counts
 
 __all__ = [
@@ -214,7 +216,7 @@ def build_oracle(kind: str, epsilon: float, categories: Sequence[float]) -> Rand
 def draws_used(R: Randomizer) -> int:
     """How many draw indices (0, 1, …) R's sampler reads per report."""
     if isinstance(R, UnaryEncoding):
-        return -(-R.k // (64 // R.chunk_bits))
+        return unary_draws(R.k, R.chunk_bits)
     if isinstance(R, OptimizedLocalHashing):
         return R.l + 1
     if isinstance(R, KaryRandomizedResponse):
@@ -250,6 +252,17 @@ class DrawBlock:
     def uniform(self, draw: int = 0) -> np.ndarray:
         u = self.inner.uniform(self.base + draw)
         return u if self.rows is None else u[self.rows]
+
+    def block_matrix(self, first: int, count: int, rows: slice | None = None, out: np.ndarray | None = None) -> np.ndarray:
+        """Whole blocks, forwarded (``ldp.core.rng.draw_blocks``): the inner object's fast path."""
+        if self.rows is None:
+            return draw_blocks(self.inner, self.base + first, count, rows, out)
+        return draw_blocks(self.inner, self.base + first, count)[np.asarray(self.rows)[slice(None) if rows is None else rows]]
+
+    def pair_blocks(self, rows: np.ndarray, draws: np.ndarray) -> np.ndarray:
+        """Chosen (user, block) pairs, forwarded (``ldp.core.rng.block_pairs``)."""
+        r = np.asarray(rows, dtype=np.int64)
+        return block_pairs(self.inner, r if self.rows is None else np.asarray(self.rows)[r], np.asarray(draws, dtype=np.int64) + self.base)
 
 
 @dataclass(frozen=True)
@@ -613,7 +626,7 @@ class _Layout:
 
     def __init__(self) -> None:
         self.direct: dict[int, int] = {}  # real draw -> virtual draw
-        self.chunked: dict[int, tuple[int, list[int]]] = {}  # real draw -> (b, virtual draws of its chunks)
+        self.chunked: dict[int, tuple[int, int, int, list[int]]] = {}  # real draw -> (b, k, its index in the unary layout, virtual draws of the k bits)
         self.starts: list[Any] = []
 
     def add(self, starts: Any) -> int:
@@ -631,11 +644,8 @@ class _VirtualDraws:
     def bits(self, draw: int = 0) -> np.ndarray:
         if draw in self.layout.direct:
             return self.virtual.bits(self.layout.direct[draw])
-        b, chunks = self.layout.chunked[draw]
-        out = np.zeros(len(self.users), dtype=np.uint64)
-        for i, v in enumerate(chunks):
-            out |= (self.virtual.bits(v) >> np.uint64(64 - b)) << np.uint64(b * i)
-        return out
+        b, k, word, per_bit = self.layout.chunked[draw]
+        return unary_word(word, k, b, lambda j: self.virtual.bits(per_bit[j]) >> np.uint64(64 - b))
 
     def uniform(self, draw: int = 0) -> np.ndarray:  # pragma: no cover - the samplers read bits only
         raise NotImplementedError
@@ -768,28 +778,26 @@ class RecordChannel(Randomizer):
         records = self.records
 
         def unary(base: int, R: UnaryEncoding, attribute: int, role: str) -> None:
-            b, c = R.chunk_bits, 64 // R.chunk_bits
+            b = R.chunk_bits
             t_in, t_out = R.thresholds
             shift = 64 - b
-            for w in range(-(-R.k // c)):
-                chunks = []
-                for i in range(c):
-                    bit = w * c + i
-                    if bit >= R.k:
-                        break
+            per_bit = []
+            for bit in range(R.k):
 
-                    def starts(u: float, bit: int = bit) -> np.ndarray:
-                        xi = cat_index[attribute][float(records[int(u)][attribute])]
-                        if role == "real":
-                            t = {t_in if bit == xi else t_out}
-                        elif role == "fake-z":
-                            t = {t_out} if bit < R.k - 1 else set()  # the extra category's bit is dropped
-                        else:  # oue-r: the fake value is any category
-                            t = {t_in, t_out}
-                        return np.array([0] + sorted(x << shift for x in t), dtype=np.uint64)
+                def starts(u: float, bit: int = bit) -> np.ndarray:
+                    xi = cat_index[attribute][float(records[int(u)][attribute])]
+                    if role == "real":
+                        t = {t_in if bit == xi else t_out}
+                    elif role == "fake-z":
+                        t = {t_out} if bit < R.k - 1 else set()  # the extra category's bit is dropped
+                    else:  # oue-r: the fake value is any category
+                        t = {t_in, t_out}
+                    return np.array([0] + sorted(x << shift for x in t), dtype=np.uint64)
 
-                    chunks.append(L.add(starts))
-                L.chunked[base + w] = (b, chunks)
+                per_bit.append(L.add(starts))
+            for w in range(unary_draws(R.k, b)):  # bit j's X_j sits where ``unary_word`` puts it
+                L.chunked[base + w] = (b, R.k, w, per_bit)  # block w's low half, read as bits(base + w)
+                L.chunked[base + w + HIGH_HALF] = (b, R.k, w + HIGH_HALF, per_bit)  # its high half (``draw_blocks``)
 
         def direct(draw: int, starts: Any) -> None:
             L.direct[draw] = L.add(starts)

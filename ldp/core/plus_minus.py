@@ -16,7 +16,7 @@ import numpy as np
 
 from ldp.core.errors import ParameterError, require_epsilon, require_positive_finite
 from ldp.core.queries import Query
-from ldp.core.randomizer_base import LN2, SHIFT_53, TWO53, Interval, Randomizer, SpecView, ceil_share, register_randomizer
+from ldp.core.randomizer_base import LN2, SAMPLER_BLOCK, SHIFT_53, TWO53, Interval, Randomizer, SpecView, ceil_share, register_randomizer
 from ldp.core.rng import Draws
 
 __all__ = ["PlusMinusRandomizedResponse"]
@@ -91,8 +91,32 @@ class PlusMinusRandomizedResponse(Randomizer):
         return t if t.ndim else t[()]
 
     def sample(self, inputs: np.ndarray, randomness: Draws) -> np.ndarray:
-        plus = (randomness.bits(0) >> SHIFT_53).astype(np.int64) < self._threshold(inputs)
-        return np.where(plus, self.magnitude, -self.magnitude)
+        # +M iff X >> 11 < T(u): the float operations of ``_threshold`` in the same order (T is an
+        # integer below 2^53, exact in a double), one int64 comparison and the sign of ±M, in
+        # cache-sized blocks.
+        u = np.asarray(inputs, dtype=np.float64)
+        x = randomness.bits(0)
+        if u.ndim != 1 or u.shape != x.shape:  # broadcast inputs: the formula as written
+            return np.where((x >> SHIFT_53).astype(np.int64) < self._threshold(u), self.magnitude, -self.magnitude)
+        t_lo, t_hi = self.thresholds
+        b, m = self.bound, self.magnitude
+        out = np.empty(u.shape, dtype=np.float64)
+        nan = u.size > 0 and bool(np.isnan(u.min()))  # min propagates NaN: one pass, not a mask per block
+        for lo in range(0, len(u), SAMPLER_BLOCK):
+            hi = lo + SAMPLER_BLOCK
+            t = np.clip(u[lo:hi], -b, b, out=out[lo:hi])  # ±inf → ±b, as nan_to_num then clip
+            if nan:  # NaN → 0, as nan_to_num then clip
+                np.copyto(t, 0.0, where=np.isnan(t))
+            t += b
+            t /= 2.0 * b
+            t *= float(t_hi - t_lo)
+            t += 0.5
+            np.floor(t, out=t)
+            t += t_lo
+            np.clip(t, t_lo, t_hi, out=t)
+            plus = np.right_shift(x[lo:hi], SHIFT_53).view(np.int64) < t.astype(np.int64)  # T < 2^53: exact
+            np.copysign(m, plus.view(np.int8) - np.int8(1), out=t)  # +M where plus (0 → +0.0), else −M
+        return out
 
     def log_prob(self, u: np.ndarray | float, w: np.ndarray | float) -> np.ndarray:
         t = self._threshold(u).astype(np.float64)

@@ -56,6 +56,7 @@ __all__ = [
     "kary_rr_probabilities",
     "rr_cells",
     "rr_draw",
+    "SAMPLER_BLOCK",
     "rr_log",
     "ceil_share",
     "uniform_index",
@@ -185,21 +186,43 @@ def kary_rr_probabilities(epsilon: float | Fraction, k: int | np.ndarray) -> tup
     return p, q
 
 
+# Users per block in the samplers' element-wise passes: a block's few arrays (256 KiB each at 8
+# bytes per user) stay in the L2 cache across the passes, which then cost a fraction of a pass
+# over memory; the Python cost per block (≈ 1 µs per operation) is ≈ 0.03 ns per user and
+# operation. The blocks change no number: every pass is element-wise.
+SAMPLER_BLOCK = 1 << 15
+
+
 def rr_draw(idx: np.ndarray, bits: np.ndarray, a: int, b: int) -> np.ndarray:
     """The reported index of exact RR: idx if X < A, else j + (j ≥ idx) with j = (X − A) // B.
 
-    All uint64 integer operations; X − A wraps around for kept users, so it is masked to 0 there.
+    All uint64 integer operations, in blocks of ``SAMPLER_BLOCK`` users, without a branch per
+    user: X − A wraps around for kept users (X < A), whose j + (j ≥ idx) is then replaced by idx
+    as j − kept·(j − idx) (mod 2^64: exact whatever the wrapped j is).
     """
     x = np.asarray(bits, dtype=np.uint64)
-    idx = np.asarray(idx, dtype=np.int64).astype(np.uint64, copy=False)  # inputs are indices ≥ 0
+    idx = np.asarray(idx, dtype=np.int64).view(np.uint64)  # inputs are indices ≥ 0
     a64 = np.uint64(a)
     if a + b == TWO64:  # k = 2: j is always 0, so a flip reports 1 − idx = idx XOR 1
         return (idx ^ (x >= a64)).view(np.int64)
-    keep = x < a64
-    j = x - a64  # wraps for kept users; their j is overwritten below
-    j //= np.uint64(b)
+    b64 = np.uint64(b)
+    if x.ndim != 1 or idx.shape != x.shape:  # idx broadcast against the draws: one block
+        return _rr_draw_block(x, idx, a64, b64, x - a64)
+    out = np.empty(x.shape, dtype=np.uint64)
+    for lo in range(0, len(x), SAMPLER_BLOCK):
+        hi = lo + SAMPLER_BLOCK
+        _rr_draw_block(x[lo:hi], idx[lo:hi], a64, b64, np.subtract(x[lo:hi], a64, out=out[lo:hi]))
+    return out.view(np.int64)
+
+
+def _rr_draw_block(x: np.ndarray, idx: np.ndarray, a64: np.uint64, b64: np.uint64, j: np.ndarray) -> np.ndarray:
+    """``rr_draw`` on one block, in place in j, which holds X − A (wrapped): the reported index."""
+    kept = x < a64
+    j //= b64
     j += j >= idx
-    np.copyto(j, idx, where=keep)
+    step = j - idx
+    step *= kept
+    j -= step
     return j.view(np.int64)
 
 

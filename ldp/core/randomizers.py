@@ -36,6 +36,9 @@ Kinds:
 - ``rsfd``               one hidden attribute at ε, fake data for the others (Arcolezi et al. 2021). ``ldp.core.multidimensional``
 - ``cms``                Apple's Count Mean Sketch (Apple DP Team 2017). ``ldp.core.sketches``
 - ``hcms``               Apple's Hadamard Count Mean Sketch (Apple DP Team 2017). ``ldp.core.sketches``
+- ``cms_string``         Apple's Count Mean Sketch over an open domain of strings, by 64-bit fingerprint (Apple DP Team 2017). ``ldp.core.sketches``
+- ``hcms_string``        Apple's Hadamard Count Mean Sketch over an open domain of strings, by 64-bit fingerprint (Apple DP Team 2017). ``ldp.core.sketches``
+- ``treehist_prefix``    TreeHist's one-round report: the user's own level and OLH of its prefix of that length (Bassily et al. 2017). ``ldp.core.prefix_reports``
 - ``l_grr``              longitudinal k-ary RR: a memoized permanent response at ε∞, a fresh one per report at ε1 (Arcolezi et al. 2022). ``ldp.core.longitudinal``
 - ``l_oue``              longitudinal OUE, memoized (Arcolezi et al. 2022). ``ldp.core.longitudinal``
 - ``l_osue``             longitudinal OUE then SUE, memoized (Arcolezi et al. 2022). ``ldp.core.longitudinal``
@@ -57,7 +60,19 @@ from typing import Any
 import numpy as np
 
 # Every mechanism family, imported for its registrations: the one place that lists them.
-from ldp.core import frequency_oracles, laplace, longitudinal, mean_estimation, multidimensional, plus_minus, rappor, rr_mechanisms, sketches, telemetry  # noqa: F401
+from ldp.core import (  # noqa: F401
+    frequency_oracles,
+    laplace,
+    longitudinal,
+    mean_estimation,
+    multidimensional,
+    plus_minus,
+    prefix_reports,
+    rappor,
+    rr_mechanisms,
+    sketches,
+    telemetry,
+)
 from ldp.core.errors import ParameterError, UnknownKindError, require_epsilon
 from ldp.core.queries import Query, QuerySpec, make_query
 from ldp.core.randomizer_base import Randomizer, check_params, registered_randomizers
@@ -207,7 +222,7 @@ def randomizer_kinds() -> list[str]:
     --------
     >>> import ldp
     >>> ldp.randomizer_kinds()
-    ['adaptive_fo', 'alpha_one_bit_mean', 'binary_rr', 'cms', 'dbitflip_pm', 'discrete_laplace', 'hadamard_response', 'hcms', 'hybrid', 'kary_rr', 'l_adp', 'l_grr', 'l_osue', 'l_oue', 'l_sue', 'laplace', 'olh', 'oue', 'piecewise', 'pm_rr', 'rappor', 'record_rr', 'rsfd', 'smp', 'spl', 'subset_selection', 'sue']
+    ['adaptive_fo', 'alpha_one_bit_mean', 'binary_rr', 'cms', 'cms_string', 'dbitflip_pm', 'discrete_laplace', 'hadamard_response', 'hcms', 'hcms_string', 'hybrid', 'kary_rr', 'l_adp', 'l_grr', 'l_osue', 'l_oue', 'l_sue', 'laplace', 'olh', 'oue', 'piecewise', 'pm_rr', 'rappor', 'record_rr', 'rsfd', 'smp', 'spl', 'subset_selection', 'sue', 'treehist_prefix']
     """
     return sorted(registered_randomizers())
 

@@ -26,8 +26,10 @@ The client (parameters k bits, h hashes, m cohorts, f, p, q; ``Rappor``):
    the report's own draws (``instantaneous_response``; a fresh ledger nonce per report).
    The report is (c, S).
 
-Exact cells. Each coin compares a b-bit chunk of a 64-bit draw (b ∈ {16, 32, 64}, the smallest at
-which every cell is exact; ``chunk_bits``) with an integer threshold: T0 = ⌈(f/2)·2^b⌉ and
+Exact cells. Each coin compares a uniform b-bit integer X (b ∈ {16, 32, 64}, the smallest at
+which every cell is exact; ``chunk_bits``; X's top byte from a draw holding 8 coins' bytes, its
+other b − 8 bits read only on a tie, ``ldp.core.frequency_oracles.unary_coins``) with an integer
+threshold: T0 = ⌈(f/2)·2^b⌉ and
 T1 = 2^b − T0 for the PRR, P = ⌈p·2^b⌉ and Q = ⌊q·2^b⌋ for the IRR. Rounding moves each pair
 *toward the other* (f/2 up, p up, q down), which can only lower both losses; at the paper's
 parameters (f = 1/2, p = 1/2, q = 3/4) b = 16 and every cell is exact.
@@ -78,10 +80,10 @@ import numpy as np
 
 from ldp.core.audit import log_ratio
 from ldp.core.errors import ParameterError, require_integer, require_probability
-from ldp.core.frequency_oracles import bit_column_counts
+from ldp.core.frequency_oracles import bit_column_counts, unary_coins, unary_word
 from ldp.core.queries import Query
 from ldp.core.randomizer_base import DECIMAL_PREC, Randomizer, SpecView, check_params, register_randomizer, uniform_index
-from ldp.core.rng import Draws, UserRandomness
+from ldp.core.rng import Draws, UserRandomness, block_pairs, draw_blocks
 from ldp.core.telemetry import memo_subkey
 
 __all__ = [
@@ -367,24 +369,11 @@ def cohorts(memo: bytes, user_ids: np.ndarray, rappor: Rappor) -> np.ndarray:
 
 
 def _coins(bits: np.ndarray, draws: Draws, one: int, zero: int, b: int, k: int) -> np.ndarray:
-    """bit_i' = 1[chunk_i < (one if bit_i else zero)], chunk i = b-bit chunk i mod (64/b) of word
-    ⌊i·b/64⌋ (little-endian, as ``UnaryEncoding.sample``). bits: bool (n, k); returns bool."""
-    n = len(bits)
-    c = 64 // b
-    words = -(-k // c)
-    raw = np.empty((n, words), dtype=np.uint64)
-    for d in range(words):
-        raw[:, d] = draws.bits(d)
-    dt = _CHUNK_DTYPES[b]
-    chunks = raw.view(dt).reshape(n, words * c)[:, :k]
-
-    if max(one, zero) < 1 << b:  # one comparison with a per-bit threshold
-        return chunks < np.where(bits, dt(one), dt(zero))
-
-    def below(t: int) -> np.ndarray:  # chunk < t, for t in [0, 2^b] (2^b does not fit the chunk's dtype)
-        return np.full(chunks.shape, True) if t >= 1 << b else chunks < dt(t)
-
-    return np.where(bits, below(one), below(zero))
+    """bit_i' = 1[X_i < (one if bit_i else zero)], X_i the b-bit values of ``unary_coins`` (its
+    top byte from draw ⌊i/8⌋, the rest only on a tie, as ``UnaryEncoding.sample``). bits: bool
+    (n, k); returns bool."""
+    packed = unary_coins(draws, k, b, one, zero, chosen=np.packbits(bits, axis=1))
+    return np.unpackbits(packed, axis=1, count=k).view(bool)
 
 
 def permanent_response(memo: bytes, user_ids: np.ndarray, strings: Sequence[str], cohorts_: np.ndarray, rappor: Rappor, question: str = "") -> np.ndarray:
@@ -431,8 +420,8 @@ def permanent_response(memo: bytes, user_ids: np.ndarray, strings: Sequence[str]
         for lo in range(0, len(rows), _USER_BLOCK):
             r = rows[lo : lo + _USER_BLOCK]
             pos = table[c[r]]
-            bits = _coins(bloom_matrix(pos, rappor.k), UserRandomness(key, users[r], 0), t1, t0, b, rappor.k)
-            out[r] = np.packbits(bits, axis=1)
+            bloom = np.packbits(bloom_matrix(pos, rappor.k), axis=1)
+            out[r] = unary_coins(UserRandomness(key, users[r], 0), rappor.k, b, t1, t0, chosen=bloom)
     return out
 
 
@@ -448,8 +437,7 @@ def instantaneous_response(prr: np.ndarray, draws: Draws, rappor: Rappor) -> np.
     users = np.asarray(draws.users)
     for lo in range(0, len(w), _USER_BLOCK):  # blocks of users: the (users × k) temporaries stay small
         sl = slice(lo, lo + _USER_BLOCK)
-        bits = np.unpackbits(w[sl], axis=1, count=rappor.k).view(bool)
-        out[sl] = np.packbits(_coins(bits, _Rows(draws, sl, users), qc, pc, b, rappor.k), axis=1)
+        out[sl] = unary_coins(_Rows(draws, sl, users), rappor.k, b, qc, pc, chosen=w[sl])
     return out
 
 
@@ -466,6 +454,18 @@ class _Rows:
 
     def bits(self, draw: int = 0) -> np.ndarray:
         return self.sub.bits(draw) if self.sub is not None else self.draws.bits(draw)[self.sl]
+
+    def block_matrix(self, first: int, count: int, rows: slice | None = None, out: np.ndarray | None = None) -> np.ndarray:
+        """Whole blocks, forwarded (``ldp.core.rng.draw_blocks``): the block keeps the fast path."""
+        if self.sub is not None:
+            return draw_blocks(self.sub, first, count, rows, out)
+        return draw_blocks(self.draws, first, count)[self.sl][slice(None) if rows is None else rows]
+
+    def pair_blocks(self, rows: np.ndarray, draws: np.ndarray) -> np.ndarray:
+        """Chosen (user, block) pairs, forwarded (``ldp.core.rng.block_pairs``)."""
+        if self.sub is not None:
+            return block_pairs(self.sub, rows, draws)
+        return block_pairs(self.draws, np.arange(len(self.draws.users))[self.sl][rows], draws)
 
     def uniform(self, draw: int = 0) -> np.ndarray:  # pragma: no cover - the samplers read bits only
         raise NotImplementedError
@@ -610,21 +610,16 @@ def decode_repeated(counts: np.ndarray, periods: int, report_cohorts: np.ndarray
 
 
 class _VirtualChunks:
-    """The real samplers on the audit's terms: chunk j of the sampler's word stream (from draw
-    ``first``) is the top b bits of virtual draw ``first + j``, so each virtual draw's cells are
-    intervals ``verify_exact`` can enumerate (as ``ldp.core.longitudinal``'s audit does)."""
+    """The real samplers on the audit's terms: coin j's b-bit X_j (``unary_word``: its top byte in
+    a main draw, the rest in the fallback stream) is the top b bits of virtual draw ``first + j``,
+    so each virtual draw's cells are intervals ``verify_exact`` can enumerate, the fallback bits
+    included (as ``ldp.core.longitudinal``'s audit does)."""
 
     def __init__(self, virtual: Draws, first: int, b: int, k: int) -> None:
         self.virtual, self.first, self.b, self.k, self.users = virtual, first, b, k, virtual.users
 
     def bits(self, draw: int = 0) -> np.ndarray:
-        c = 64 // self.b
-        out = np.zeros(len(self.users), dtype=np.uint64)
-        for i in range(c):
-            j = draw * c + i
-            if j < self.k:
-                out |= (self.virtual.bits(self.first + j) >> np.uint64(64 - self.b)) << np.uint64(self.b * i)
-        return out
+        return unary_word(draw, self.k, self.b, lambda j: self.virtual.bits(self.first + j) >> np.uint64(64 - self.b))
 
     def uniform(self, draw: int = 0) -> np.ndarray:  # pragma: no cover - the samplers read bits only
         raise NotImplementedError

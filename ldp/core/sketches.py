@@ -67,12 +67,34 @@ Server cost: building the sketch is O(n·m) (CMS; the bits of every report) or O
 (HCMS: one Walsh–Hadamard transform per used row); estimating c candidates is O(K·c) table
 lookups. The domain is never enumerated on the users' side; ``estimate_counts`` takes any set of
 candidate values (the query's finite values, ≤ 2^16 of them: a value's key is its index).
+
+Open string domains (kinds ``cms_string``, ``hcms_string``: ``StringCountMeanSketch``,
+``StringHadamardCountMeanSketch``). As in Apple's deployment, a user's value is any string; on
+the users' side it becomes the public 64-bit fingerprint fp(s) (``ldp.core.string_hashing``:
+BLAKE2b of the UTF-8 bytes, personalized, one fixed public function), held as a record field of four
+16-bit chunks and read through the ``record`` query. The sketch hashes the fingerprint by simple
+tabulation over its **8 bytes**: h_ℓ(y) = T_ℓ[0, y_0] ⊕ ... ⊕ T_ℓ[7, y_7] (tables
+``key_tables``: uniform on [m], drawn from ``generator(hash_seed, "ldp.sketches.tabulation64",
+K, m)``, 4 KiB per hash function). Simple tabulation over any number of characters is
+3-independent (Pătraşcu & Thorup 2012: of three distinct keys, one holds a character at some
+position that neither other holds, and the other two differ somewhere: each entry XORed in is
+fresh and uniform), so for distinct fingerprints the variance
+above holds unchanged, with N(d) the counts of distinct strings. The report, its sampler (the
+row, the SUE channel or the coin, on the same draws) and the privacy proof are CMS's and HCMS's
+unchanged: the proof holds for every map x ↦ h_j(x), so it holds for y ↦ h_j(y) of a fingerprint,
+and fp is a deterministic public pre-processing of the string. ``verify_sketch`` audits them by
+the same structure and ``sketch_probe`` recomputes the 8-byte hash from its definition. The
+server estimates the counts of any candidate strings: ``estimate_counts(reports, ["a", "b"])``
+fingerprints them as the users did. Two strings with the same fingerprint (chance ≤ n²/2^65)
+are one value to the sketch.
 """
 
 from __future__ import annotations
 
 import functools
 import math
+import operator
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -81,11 +103,12 @@ import numpy as np
 
 from ldp.core.errors import ParameterError, require_epsilon, require_integer
 from ldp.core.fourier import walsh_hadamard
-from ldp.core.frequency_oracles import MAX_CATEGORIES, FrequencyOracle, SymmetricUnaryEncoding, checked_categories
+from ldp.core.frequency_oracles import MAX_CATEGORIES, FrequencyOracle, SymmetricUnaryEncoding, checked_categories, unary_word, unary_word_draws
 from ldp.core.queries import Query
 from ldp.core.randomizer_base import TWO64, Randomizer, SpecView, check_params, register_randomizer, row_indices
-from ldp.core.rng import Draws, generator
+from ldp.core.rng import Draws, block_pairs, draw_blocks, generator
 from ldp.core.rr_mechanisms import BinaryRandomizedResponse
+from ldp.core.string_hashing import FINGERPRINT_CHUNKS, FINGERPRINT_HIGH, FINGERPRINT_LOW, fingerprints, is_fingerprint_schema, key_records, record_keys
 
 if TYPE_CHECKING:  # the audit layer (scipy) is imported by the audits below only, not by users' sampling
     from ldp.core.audit import ExactAudit
@@ -100,16 +123,22 @@ __all__ = [
     "HadamardCountMeanSketch",
     "OffsetDraws",
     "hash_tables",
+    "key_tables",
+    "tabulation64",
+    "OpenDomainSketch",
+    "StringCountMeanSketch",
+    "StringHadamardCountMeanSketch",
     "sketch_probe",
     "verify_sketch",
     "enumerated_sketch",
     "build_sketch",
+    "build_string_sketch",
 ]
 
 APPLE_HASHES = 65536  # the paper's example deployment: k = 65,536 hash functions, m = 1,024, ε = 4
 APPLE_WIDTH = 1024
 MAX_HASHES = 1 << 16  # j travels in 16 bits
-MAX_WIDTH = 1 << 15  # CMS reads 1 + m/c draws per report, below the 2^16 draw indices of ``rng``
+MAX_WIDTH = 1 << 15  # CMS reads 1 + unary_draws(m, b) ≤ 1 + m/2 draws per report, below the 2^16 draw indices of ``rng``
 _LN2 = math.log(2.0)
 _BLOCK = 1 << 22  # entries per block of the server's work arrays (memory bound)
 
@@ -130,6 +159,14 @@ class OffsetDraws:
     def uniform(self, draw: int = 0) -> np.ndarray:
         return self.inner.uniform(draw + self.offset)
 
+    def block_matrix(self, first: int, count: int, rows: slice | None = None, out: np.ndarray | None = None) -> np.ndarray:
+        """Forwarded (``ldp.core.rng.draw_blocks``): the inner object's blocks, its fast path."""
+        return draw_blocks(self.inner, first + self.offset, count, rows, out)
+
+    def pair_blocks(self, rows: np.ndarray, draws: np.ndarray) -> np.ndarray:
+        """Forwarded (``ldp.core.rng.block_pairs``)."""
+        return block_pairs(self.inner, rows, np.asarray(draws, dtype=np.int64) + self.offset)
+
 
 @functools.lru_cache(maxsize=4)
 def hash_tables(hash_seed: int, hashes: int, width: int) -> np.ndarray:
@@ -142,6 +179,28 @@ def hash_tables(hash_seed: int, hashes: int, width: int) -> np.ndarray:
     tables = rng.integers(0, width, size=(hashes, 2, 256), dtype=np.uint16)
     tables.flags.writeable = False
     return tables
+
+
+@functools.lru_cache(maxsize=4)
+def key_tables(hash_seed: int, hashes: int, width: int) -> np.ndarray:
+    """The public tables of simple tabulation over a 64-bit key's 8 bytes (the open-domain sketches):
+    uint16, shape (hashes, 8, 256), entries uniform on [width]; a stream of their own (label
+    "ldp.sketches.tabulation64"), so the 2-byte tables above, and every integer sketch's reports,
+    are unchanged. 4 KiB per hash function (256 MiB at K = 65,536; 16 MiB at K = 4,096)."""
+    rng = generator(hash_seed, "ldp.sketches.tabulation64", hashes, width)
+    tables = rng.integers(0, width, size=(hashes, 8, 256), dtype=np.uint16)
+    tables.flags.writeable = False
+    return tables
+
+
+def tabulation64(tables: np.ndarray, rows: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """h_rows(keys) = ⊕_b T[rows, b, byte b of key] (byte 0 the least significant), broadcast (int64)."""
+    rows = np.asarray(rows, dtype=np.int64)
+    k = np.asarray(keys, dtype=np.uint64)
+    out = np.zeros(np.broadcast_shapes(rows.shape, k.shape), dtype=np.uint16)
+    for b in range(8):
+        out ^= tables[rows, b, ((k >> np.uint64(8 * b)) & np.uint64(255)).astype(np.intp)]
+    return out.astype(np.int64)
 
 
 def _power_of_two(kind: str, name: str, value: object, low: int, high: int) -> int:
@@ -216,7 +275,7 @@ class SketchOracle(FrequencyOracle):
         """S(x) from the integer Σ_ℓ R[ℓ, h_ℓ(x)] of the rows ``_row_block`` gives."""
         raise NotImplementedError
 
-    def _candidate_indices(self, candidates: np.ndarray | None) -> np.ndarray:
+    def _candidate_indices(self, candidates: np.ndarray | Sequence[Any] | None) -> np.ndarray:
         if candidates is None:
             return np.arange(self.k, dtype=np.int64)
         return self._index(np.asarray(candidates, dtype=np.float64).ravel())
@@ -248,8 +307,9 @@ class SketchOracle(FrequencyOracle):
             r = r2
         return total, n
 
-    def estimate_counts(self, reports: np.ndarray, candidates: np.ndarray | None = None) -> np.ndarray:
-        """N̂(x) = (m/(m−1))·(S(x) − n/m) for each candidate value (default: every category).
+    def estimate_counts(self, reports: np.ndarray, candidates: np.ndarray | Sequence[Any] | None = None) -> np.ndarray:
+        """N̂(x) = (m/(m−1))·(S(x) − n/m) for each candidate value (default: every category; the
+        open-domain kinds take candidate strings, and have no default).
 
         The paper's server (sketch, then its estimator), computed from integer row sums without
         materializing the K × m matrix (``sketch_matrix`` does, for small K·m). Unbiased over the
@@ -528,6 +588,135 @@ class HadamardCountMeanSketch(SketchOracle):
         return 1.0 / math.tanh(self.epsilon / 2)
 
 
+@dataclass(frozen=True)
+class OpenDomainSketch(SketchOracle):
+    """What the open-domain sketches change (module docstring, "Open string domains"): a user's
+    input is a record of the four 16-bit chunks of its string's fingerprint (``ldp.core.string_hashing``),
+    the key is that 64-bit fingerprint, the hash is simple tabulation over its 8 bytes
+    (``key_tables``), and the server's candidates are strings. The sampler is CMS's or HCMS's,
+    unchanged (it calls ``_index`` and ``hash``, overridden here); there are no categories."""
+
+    categories: tuple[float, ...] = ()
+
+    def __post_init__(self) -> None:
+        if tuple(self.categories):
+            raise ParameterError(f"{self.kind} has an open domain (strings, by fingerprint): it takes no categories, got {len(tuple(self.categories))}")
+        object.__setattr__(self, "epsilon", require_epsilon(self.epsilon))
+        object.__setattr__(self, "categories", ())
+        object.__setattr__(self, "hashes", _power_of_two(self.kind, "hashes", self.hashes, 1, MAX_HASHES))
+        object.__setattr__(self, "width", _power_of_two(self.kind, "width", self.width, 2, MAX_WIDTH))
+        object.__setattr__(self, "hash_seed", require_integer(f"{self.kind}: hash_seed", self.hash_seed, 0, (1 << 64) - 1, "[0, 2^64)"))
+
+    @property
+    def tables(self) -> np.ndarray:
+        return key_tables(self.hash_seed, self.hashes, self.width)
+
+    def hash(self, rows: np.ndarray, x: np.ndarray) -> np.ndarray:
+        """h_rows(y) for row indices and 64-bit keys y (uint64), broadcast (int64)."""
+        return tabulation64(self.tables, rows, x)
+
+    @property
+    def input_width(self) -> int:
+        return FINGERPRINT_CHUNKS
+
+    def input_domain(self) -> np.ndarray:
+        """Every record of four chunks in [−32768, 32767] (2^64 of them: not listed; an empty array)."""
+        return np.zeros((0, FINGERPRINT_CHUNKS))
+
+    def check_inputs(self, values: np.ndarray) -> np.ndarray:
+        v = np.asarray(values, dtype=np.float64)
+        if v.ndim != 2 or v.shape[1] != FINGERPRINT_CHUNKS:
+            raise ParameterError(f"{self.kind} takes fingerprint records of {FINGERPRINT_CHUNKS} columns; got an array of shape {v.shape}")
+        ok = np.isfinite(v) & (v == np.round(v)) & (v >= FINGERPRINT_LOW) & (v <= FINGERPRINT_HIGH)
+        if not ok.all():
+            bad = v[~ok][0]
+            raise ParameterError(f"{self.kind}: a fingerprint chunk must be an integer in [{FINGERPRINT_LOW}, {FINGERPRINT_HIGH}], got {bad!r}")
+        return v
+
+    def _index(self, values: np.ndarray) -> np.ndarray:
+        """The 64-bit keys (uint64) of fingerprint records (..., 4)."""
+        return record_keys(np.asarray(values, dtype=np.float64))
+
+    def _candidate_indices(self, candidates: np.ndarray | Sequence[Any] | None) -> np.ndarray:
+        """The candidates' fingerprints (``ldp.core.string_hashing.fingerprint``: the users' function)."""
+        if candidates is None or isinstance(candidates, (str, bytes)):
+            raise ParameterError(f"{self.kind}: name the candidate strings to estimate (a list of str); an open domain has no list of its own")
+        cands = list(candidates)
+        if not cands:
+            raise ParameterError(f"{self.kind}: no candidate strings to estimate")
+        return fingerprints(cands, "a candidate")
+
+    def frequencies(self, reports: np.ndarray) -> np.ndarray:
+        raise ParameterError(f"{self.kind} has an open domain: estimate candidate strings with estimate_counts(reports, candidates)")
+
+    def count_variance(self, true_counts: np.ndarray) -> np.ndarray:
+        """The exact variance of N̂ (module docstring) for each distinct value of a population
+        with these counts (its distinct strings, any order): N̂ of a value absent from it is
+        ``candidate_count_variance``'s."""
+        N = np.asarray(true_counts, dtype=np.float64).ravel()
+        return self.candidate_count_variance(N, float(N.sum()), float((N * (N - 1)).sum()))
+
+    def candidate_count_variance(self, counts: np.ndarray, n: float, pair_sum: float) -> np.ndarray:
+        """Var N̂(x) for distinct candidates with true counts ``counts`` in a population of n users
+        whose distinct values' counts have Σ_d N(d)(N(d) − 1) = ``pair_sum`` (module docstring)."""
+        N = np.asarray(counts, dtype=np.float64).ravel()
+        rest = max(0.0, n - float(N.sum()))  # the other users, as one more value: only n and N(x) enter the reference's part
+        m, K = self.width, self.hashes
+        ref = self.reference_count_variance(np.append(N, rest))[:-1]
+        return ref + (m / (m - 1)) ** 2 * (m - 1) / (K * m**2) * (pair_sum - N * (N - 1))
+
+    def conditional_moments(self, true_counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        raise ParameterError(f"{self.kind}: conditional moments are for the integer sketches (cms, hcms)")
+
+
+@dataclass(frozen=True)
+class StringCountMeanSketch(OpenDomainSketch, CountMeanSketch):
+    """Apple's Count Mean Sketch over an open domain of strings (kind ``cms_string``): CMS's
+    report and sampler, keyed by the string's 64-bit fingerprint (module docstring).
+
+    >>> import numpy as np
+    >>> from ldp.core.rng import RandomSource
+    >>> from ldp.core.string_hashing import fingerprints, key_records
+    >>> R = StringCountMeanSketch(4.0, hashes=64, width=32, hash_seed=5)
+    >>> words = np.array(["🙂", "😀", "cat"] * 1000, dtype=object)
+    >>> inputs = R.check_inputs(key_records(fingerprints(words)))
+    >>> reports = R.sample(inputs, RandomSource(0).for_request("demo", 0, np.arange(3000)))
+    >>> est = R.estimate_counts(reports, ["🙂", "dog"])
+    >>> bool(abs(est[0] - 1000) < 400 and abs(est[1]) < 400), verify_sketch(R).passed
+    (True, True)
+    """
+
+    kind: ClassVar[str] = "cms_string"
+
+    def log_prob(self, u: np.ndarray | float, w: np.ndarray | float) -> np.ndarray:
+        w = np.asarray(w, dtype=np.uint8)
+        keys = self._index(np.asarray(u))
+        j = (w[..., 0].astype(np.int64) << 8) | w[..., 1]
+        h = self.hash(j, keys).astype(np.float64)
+        return self.channel.log_prob(h, w[..., 2:]) - (self.hashes.bit_length() - 1) * _LN2
+
+
+@dataclass(frozen=True)
+class StringHadamardCountMeanSketch(OpenDomainSketch, HadamardCountMeanSketch):
+    """Apple's Hadamard Count Mean Sketch over an open domain of strings (kind ``hcms_string``):
+    HCMS's report and sampler, keyed by the string's 64-bit fingerprint (module docstring).
+
+    >>> R = StringHadamardCountMeanSketch(4.0, hashes=64, width=32)
+    >>> R.report_columns, verify_sketch(R).passed
+    (3, True)
+    """
+
+    kind: ClassVar[str] = "hcms_string"
+
+    def log_prob(self, u: np.ndarray | float, w: np.ndarray | float) -> np.ndarray:
+        w = np.asarray(w, dtype=np.int64)
+        keys = self._index(np.asarray(u))
+        plus = (np.bitwise_count(w[..., 1] & self.hash(w[..., 0], keys)) & 1) == 0
+        a, b = self.coin.cell_sizes
+        keep = plus == (w[..., 2] == 1)
+        return np.where(keep, math.log(a), math.log(b)) - 64 * _LN2 - (self.hashes.bit_length() + self.width.bit_length() - 2) * _LN2
+
+
 @functools.lru_cache(maxsize=64)
 def _sue(epsilon: float, width: int) -> SymmetricUnaryEncoding:
     return SymmetricUnaryEncoding(epsilon, tuple(float(i) for i in range(width)))
@@ -555,18 +744,26 @@ def sketch_probe(R: SketchOracle, seed: int = 7) -> str:
 
     rng = np.random.default_rng(seed)
     n = 512
-    x = rng.integers(0, R.k, n)
-    inputs = np.asarray(R.categories)[x]
+    open_domain = isinstance(R, OpenDomainSketch)
+    if open_domain:  # random 64-bit keys, given to the sampler as the users' fingerprint records
+        x = _random_words(rng, n)
+        inputs = key_records(x).astype(np.float64)
+    else:
+        x = rng.integers(0, R.k, n)
+        inputs = np.asarray(R.categories)[x]
     t = R.tables
     log_k = R.hashes.bit_length() - 1
     row_starts = np.arange(R.hashes, dtype=object) * (TWO64 >> log_k)
     bits = {0: _edges(np.array([int(s) for s in row_starts], dtype=np.uint64), rng, n)}
     j = (bits[0] >> np.uint64(64 - log_k)).astype(np.int64) if log_k else np.zeros(n, dtype=np.int64)
-    h = np.array([int(t[jj, 0, xx & 255]) ^ int(t[jj, 1, xx >> 8]) for jj, xx in zip(j.tolist(), x.tolist())], dtype=np.int64)
+    if open_domain:  # h_j(y) = ⊕ over the key's 8 bytes, byte b = (y >> 8b) & 255
+        h = np.array([functools.reduce(operator.xor, (int(t[jj, b, (xx >> (8 * b)) & 255]) for b in range(8))) for jj, xx in zip(j.tolist(), x.tolist())], dtype=np.int64)
+    else:
+        h = np.array([int(t[jj, 0, xx & 255]) ^ int(t[jj, 1, xx >> 8]) for jj, xx in zip(j.tolist(), x.tolist())], dtype=np.int64)
     if isinstance(R, CountMeanSketch):
-        words = -(-R.width // (64 // R.channel.chunk_bits))  # the channel's draws: 1..words here
-        for d in range(1, words + 1):
-            bits[d] = _random_words(rng, n)
+        words = unary_word_draws(R.width, R.channel.chunk_bits)  # the channel's draws, read through bits: 1 + these here
+        for d in words:
+            bits[1 + d] = _random_words(rng, n)
         got = R.sample(inputs, FixedRandomness(bits, n))
         if not np.array_equal((got[:, 0].astype(np.int64) << 8) | got[:, 1], j):
             return "the reported row is not the top log2 K bits of draw 0"
@@ -632,8 +829,9 @@ def verify_sketch(R: SketchOracle) -> ExactAudit:
 
 
 class _VirtualBits:
-    """CMS on the audit's terms: virtual draw 1 + i's top b bits become chunk i of the channel's
-    draws (a fixed relabelling of the randomness), so every virtual draw has two or three cells."""
+    """CMS on the audit's terms: virtual draw 1 + i's top b bits become the channel's X_i, where its
+    sampler reads it (``unary_word``: the top byte in a main draw, the rest in the fallback stream;
+    a fixed relabelling of the randomness), so every virtual draw has two or three cells."""
 
     def __init__(self, virtual: Draws, b: int, m: int) -> None:
         self.virtual, self.b, self.m = virtual, b, m
@@ -642,14 +840,7 @@ class _VirtualBits:
     def bits(self, draw: int = 0) -> np.ndarray:
         if draw == 0:
             return self.virtual.bits(0)
-        c = 64 // self.b
-        out = np.zeros(len(self.users), dtype=np.uint64)
-        for i in range(c):
-            pos = (draw - 1) * c + i
-            if pos < self.m:
-                chunk = self.virtual.bits(1 + pos) >> np.uint64(64 - self.b)
-                out |= chunk << np.uint64(self.b * i)
-        return out
+        return unary_word(draw - 1, self.m, self.b, lambda i: self.virtual.bits(1 + i) >> np.uint64(64 - self.b))
 
     def uniform(self, draw: int = 0) -> np.ndarray:  # pragma: no cover - the samplers read bits only
         raise NotImplementedError
@@ -745,7 +936,10 @@ class EnumeratedSketch(Randomizer):
 
 def enumerated_sketch(R: SketchOracle) -> Randomizer:
     """R with every report enumerated (K·2^m for CMS, 2·K·m for HCMS), for ``verify_exact`` on
-    small instances. Refuses more than 2^12 reports."""
+    small instances. Refuses more than 2^12 reports, and the open-domain kinds (2^64 inputs: their
+    audit is ``verify_sketch``'s structure, the same as CMS's and HCMS's, and ``sketch_probe``)."""
+    if isinstance(R, OpenDomainSketch):
+        raise ParameterError(f"{R.kind} has 2^64 inputs (fingerprints): audit it by structure with verify_sketch")
     size = R.hashes * (1 << R.width) if isinstance(R, CountMeanSketch) else 2 * R.hashes * R.width
     if size > 1 << 12:
         raise ParameterError(f"{R.kind} with K={R.hashes}, m={R.width} has {size} reports; enumerate a smaller instance")
@@ -768,3 +962,21 @@ def build_sketch(spec: SpecView, query: Query) -> Randomizer:
     p: dict[str, Any] = dict(spec.params)
     cls = CountMeanSketch if spec.kind == "cms" else HadamardCountMeanSketch
     return cls(spec.epsilon, cats, p.get("hashes", APPLE_HASHES), p.get("width", APPLE_WIDTH), p.get("hash_seed", 0))
+
+
+@register_randomizer("cms_string", params=("hashes", "width", "hash_seed"), record_input=True)
+@register_randomizer("hcms_string", params=("hashes", "width", "hash_seed"), record_input=True)
+def build_string_sketch(spec: SpecView, query: Query) -> Randomizer:
+    """The ``cms_string`` / ``hcms_string`` randomizer over the ``record`` query of a schema that is
+    one fingerprint field (``ldp.core.string_hashing.fingerprint_schema``: the users' strings,
+    fingerprinted on their side), with the public ``hashes`` (default 65,536), ``width`` (default
+    1,024) and ``hash_seed`` (default 0: the tabulation tables' seed)."""
+    check_params(spec.kind, spec.params)
+    if query.name != "record" or not is_fingerprint_schema(query.schema):
+        raise ParameterError(
+            f"{spec.kind} randomizes a string's fingerprint: use the 'record' query over a schema of one fingerprint field "
+            f"(length 4, each column -32768..32767; ldp.core.string_hashing.fingerprint_schema), got query {spec.query.name!r}"
+        )
+    p: dict[str, Any] = dict(spec.params)
+    cls = StringCountMeanSketch if spec.kind == "cms_string" else StringHadamardCountMeanSketch
+    return cls(spec.epsilon, (), p.get("hashes", APPLE_HASHES), p.get("width", APPLE_WIDTH), p.get("hash_seed", 0))

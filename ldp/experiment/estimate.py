@@ -44,7 +44,8 @@ Estimates and intervals
   left out (post-processing), the other rows staying shares of all n users.
 - Heavy hitters: the k categories with the largest frequency estimates (the column's domain is
   at most 2^15 categories). For integers of a declared bit width ``bits`` (a domain of 2^d
-  values), ``method="pem"`` or ``"treehist"`` runs that prefix protocol
+  values), ``method="pem"``, ``"treehist"`` or ``"treehist-1round"`` (one non-interactive
+  round, each user drawing its own level) runs that prefix protocol
   (``ldp.learners.heavy_hitters``, ``ldp.learners.treehist``) on the same users, each
   answering once; the intervals are f̂ ± 1.96·sd with the exact variance over the last level's
   users, at the last level's candidate count (docs/treehist.md).
@@ -68,12 +69,13 @@ from ldp.core.frequency_estimators import estimate as post_estimate
 from ldp.core.frequency_estimators import estimator_spec
 from ldp.core.frequency_oracles import frequency_estimates, frequency_variance, support_probabilities
 from ldp.core.mean_estimation import from_unit_interval, unit_interval_query
-from ldp.core.query_specs import field_query, prefix_index
+from ldp.core.prefix_reports import TreeHistPrefix
+from ldp.core.query_specs import field_query, prefix_index, record_query
 from ldp.core.randomizers import LocalRandomizer, RandomizerSpec
 from ldp.core.rng import derive_key_bytes, secret_key
 from ldp.core.schema import RECORD_DTYPE, Field, Schema
 from ldp.learners.heavy_hitters import learn_heavy_hitters_pem
-from ldp.learners.treehist import learn_heavy_hitters_treehist
+from ldp.learners.treehist import learn_heavy_hitters_treehist, learn_heavy_hitters_treehist_1round
 from ldp.local.blocking import run
 from ldp.local.data_oracle import DataLROracle
 from ldp.local.messages import SessionKind
@@ -236,7 +238,7 @@ class Estimates:
     Parameters
     ----------
     task, column : str
-        ``frequencies``, ``mean`` or ``heavy-hitters``; the column's name.
+        ``frequencies``, ``mean``, ``heavy-hitters`` or ``sketch``; the column's name.
     oracle, kind : str
         The oracle's short name (``grr``, ``olh``, ``hybrid``, ...) and its randomizer kind.
     epsilon : float
@@ -257,7 +259,9 @@ class Estimates:
     method : str
         How heavy hitters were found: ``oracle`` (the top k of a frequency oracle over the
         listed categories; every other task too), ``pem`` or ``treehist`` (a prefix protocol
-        over a declared bit width, ``heavy_hitters``).
+        over a declared bit width, ``heavy_hitters``), or ``sketch`` (Apple's CMS or HCMS over
+        an open domain of strings, read at the analyst's candidates:
+        ``ldp.experiment.sketch_estimate.sketch_frequencies``).
     learner : dict, optional
         For ``pem`` and ``treehist``: the learner's summary (every level's prefix length,
         candidates, users, and for TreeHist its threshold τ and z), public like the transcript.
@@ -506,9 +510,14 @@ def heavy_hitters(
     - ``method="treehist"``: TreeHist (Bassily, Nissim, Stemmer & Thakurta, NeurIPS 2017;
       ``ldp.learners.treehist.learn_heavy_hitters_treehist``, one bit per level, beam
       max(k, 32), β = 0.05): the values whose estimates pass the noise-calibrated threshold
-      z·sd at every level, at most k of them; possibly none (docs/treehist.md).
+      z·sd at every level, at most k of them; possibly none (docs/treehist.md);
+    - ``method="treehist-1round"``: the same TreeHist in one NON-interactive round
+      (``ldp.learners.treehist.learn_heavy_hitters_treehist_1round``): every user draws its own
+      level from its own randomness and sends one OLH report of its prefix of that length
+      (``treehist_prefix``), and the server descends the tree from those reports; the aggregator
+      does not choose who answers which level (``oracle`` ``auto`` or ``olh`` only).
 
-    Both run on the same records as ``oracle``, in process or in ``processes`` client
+    All run on the same records as ``oracle``, in process or in ``processes`` client
     processes over gRPC (bit for bit the same); which users answer at which level is a public
     partition, seeded from ``seed`` through a one-way hash (the aggregator's choice, never the
     users' report key). ``oracle="auto"`` is OLH there (its variance does not grow with the
@@ -527,7 +536,7 @@ def heavy_hitters(
         As for ``frequencies`` (``categories`` only with ``oracle``; ``oracle`` one of ``grr``,
         ``olh``, ``hr``, ``oue``, ``sue`` for the prefix methods).
     method : str, default "oracle"
-        ``oracle``, ``pem`` or ``treehist`` (above).
+        ``oracle``, ``pem``, ``treehist`` or ``treehist-1round`` (above).
     bits : int, optional
         The declared bit width of the values, 1..62: required by ``pem`` and ``treehist``,
         refused by ``oracle``. Public (it is the users' schema): declare it, do not compute it
@@ -564,7 +573,7 @@ def heavy_hitters(
     processes = _check_processes(processes)
     if method == "oracle":
         if bits is not None:
-            raise ParameterError(f"heavy_hitters: bits={bits!r} is for method 'pem' or 'treehist'; method 'oracle' reads the listed categories (categories=)")
+            raise ParameterError(f"heavy_hitters: bits={bits!r} is for method 'pem' or 'treehist' (or 'treehist-1round'); method 'oracle' reads the listed categories (categories=)")
         data = frequency_column(column, categories)
         question = frequency_question(data.name, data.field, epsilon, oracle, data.labels, task="heavy-hitters", top=int(k))
         return _run(_ask_column(data, question, report_key(seed), processes, truth))  # type: ignore[no-any-return]
@@ -580,6 +589,8 @@ def _prefix_heavy_hitters(held: BitColumn, epsilon: float, k: int, oracle: str, 
     if oracle not in ("auto", "grr", "olh", "hr", "oue", "sue"):
         raise ParameterError(f"heavy_hitters: method {method!r} takes oracle 'auto', 'grr', 'olh', 'hr', 'oue' or 'sue', got {oracle!r} ('auto' is OLH)")
     kind = "olh" if oracle == "auto" else _kind(oracle, FREQUENCY_ORACLES, f"heavy_hitters (method {method!r})")
+    if method == "treehist-1round" and kind != "olh":  # its report is evaluated at candidates chosen afterwards
+        raise ParameterError(f"heavy_hitters: method 'treehist-1round' takes oracle 'auto' or 'olh' (a report evaluated at any candidate afterwards), got {oracle!r}")
     if method == "pem" and k > 2 ** (held.bits - 1):  # PEM starts at ⌈log2 k⌉ bits: there must be a round after it
         raise ParameterError(f"heavy_hitters: method 'pem' needs k ≤ 2^(bits − 1) = {2 ** (held.bits - 1)}, got k={k} with bits={held.bits}")
     plan = _PrefixPlan(method, kind, epsilon, k, _levels_seed(seed))
@@ -588,7 +599,7 @@ def _prefix_heavy_hitters(held: BitColumn, epsilon: float, k: int, oracle: str, 
 
 # --- heavy hitters of a declared bit width: PEM and TreeHist on the column's users ---
 
-HEAVY_HITTER_METHODS = ("oracle", "pem", "treehist")
+HEAVY_HITTER_METHODS = ("oracle", "pem", "treehist", "treehist-1round")
 TREEHIST_BEAM = 32  # the most prefixes TreeHist keeps per level, unless k is larger
 _BITS_TAG = b"ldp.column.bits/v1\n"
 _LEVELS_LABEL = "ldp.heavy_hitters.levels"
@@ -680,14 +691,21 @@ async def _learn_prefix(lr: LROracle, data: BitColumn, plan: _PrefixPlan, truth:
     the sd of each estimate is the oracle's exact ``frequency_variance`` at the plug-in f over
     the last level's users, rebuilt on the public schema with the last level's candidate count."""
     found: Any
-    if plan.method == "treehist":
+    if plan.method == "treehist-1round":  # the users draw their levels: no partition seed
+        found = await learn_heavy_hitters_treehist_1round(lr, bits=data.bits, epsilon=plan.epsilon, beam=max(plan.k, TREEHIST_BEAM), field=data.name, name="heavy-hitters")
+    elif plan.method == "treehist":
         found = await learn_heavy_hitters_treehist(
             lr, bits=data.bits, epsilon=plan.epsilon, beam=max(plan.k, TREEHIST_BEAM), field=data.name, seed=plan.seed, name="heavy-hitters", oracle=plan.kind
         )
     else:
         found = await learn_heavy_hitters_pem(lr, bits=data.bits, k=plan.k, epsilon=plan.epsilon, field=data.name, seed=plan.seed, name="heavy-hitters", oracle=plan.kind)
     items, freq = list(found.items)[: plan.k], np.asarray(found.frequencies[: plan.k], dtype=np.float64)
-    if items:  # something returned: the last level ran
+    if items and plan.method == "treehist-1round":  # Var f̂ over the n_t reports of the last level, plus which users drew it
+        last = found.levels[-1]
+        R1 = LocalRandomizer.build(RandomizerSpec("treehist_prefix", record_query(), plan.epsilon, {"bits": data.bits, "step": 1, "field": data.name}), data.schema).randomizer
+        assert isinstance(R1, TreeHistPrefix)
+        sd = np.sqrt(np.asarray(R1.frequency_variance(np.clip(freq, 0.0, 1.0), last.answered, found.users), dtype=np.float64)).reshape(-1)
+    elif items:  # something returned: the last level ran
         last = found.levels[-1]
         spec = RandomizerSpec(plan.kind, prefix_index(data.bits, range(last.candidates), data.name), plan.epsilon)
         R = LocalRandomizer.build(spec, data.schema).randomizer
@@ -695,7 +713,8 @@ async def _learn_prefix(lr: LROracle, data: BitColumn, plan: _PrefixPlan, truth:
     else:
         sd = np.zeros(0)
     true = tuple(float(np.mean(data.values == v)) for v in items) if truth else None
-    answered = sum(lv.answered for lv in found.levels)
+    # users who answered (and were charged): in one round all of them, whatever levels the descent read
+    answered = found.users if plan.method == "treehist-1round" else sum(lv.answered for lv in found.levels)
     return Estimates(
         "heavy-hitters", data.name, _short(plan.kind), plan.kind, plan.epsilon, answered,
         tuple(int(v) for v in items), tuple(float(v) for v in freq),
@@ -808,7 +827,7 @@ def estimate_file(
     if method != "oracle":
         return [_file_prefix_heavy_hitters(path, columns, epsilon, task, schema, oracle, processes, seed, truth, top, method, bits)]
     if bits is not None:
-        raise ParameterError(f"bits={bits!r} is for method 'pem' or 'treehist' (heavy hitters of integers of a declared bit width)")
+        raise ParameterError(f"bits={bits!r} is for method 'pem' or 'treehist' (or 'treehist-1round'; heavy hitters of integers of a declared bit width)")
     if processes is not None and schema is None:  # served users need a declared schema (invariant I3)
         from ldp.core.datafile import undeclared_schema_message
 

@@ -98,15 +98,37 @@ TOLERANCE_MARGIN = 0.95
 """The SQ learner asks with τ = margin/(4d) and margin/4 (strictly below the paper's bounds)."""
 
 
+# The query specs below are remembered (lru_cache): a sweep asks the same few specs in thousands
+# of trials, and building one (each builder serializes its children) cost more than the small
+# trials' rounds themselves. A QuerySpec is immutable by contract, so one object serves them all.
+
+
 def bit_query(j: int) -> QuerySpec:
     """g_j(x, i, b, y) = 1[i = j ∧ b = 1 ∧ y = −1]; E[g_j] = r_j/(2d)."""
-    return conjunction(("i", 0, int(j)), ("b", 0, 1), ("y", 0, -1))
+    return _bit_query(int(j))
+
+
+def _plain_int(*values: object) -> bool:
+    """Integers (numpy's too, never bool), cached as Python ints; anything else is not remembered."""
+    return all(isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) for v in values)
+
+
+@lru_cache(maxsize=1024)
+def _bit_query(j: int) -> QuerySpec:
+    return conjunction(("i", 0, j), ("b", 0, 1), ("y", 0, -1))
 
 
 def a_query(r: Sequence[int] | np.ndarray) -> QuerySpec:
     """g_d^{(r)} = 1[b = 0 ∧ y ≠ (−1)^{⟨r,x⟩}] ∈ {0,1}; E = a/2 if r is the target's vector, else 1/4."""
     mask = np.asarray(r, dtype=bool)
-    return product(conjunction(("b", 0, 0)), affine(product(label_query(), parity(mask)), -0.5, 0.5))
+    if mask.ndim != 1:
+        return _a_query.__wrapped__(mask)  # the builder refuses it (nothing remembered)
+    return _a_query(tuple(bool(v) for v in mask))
+
+
+@lru_cache(maxsize=4096)
+def _a_query(mask: tuple[bool, ...] | np.ndarray) -> QuerySpec:
+    return product(conjunction(("b", 0, 0)), affine(product(label_query(), parity(np.asarray(mask, dtype=bool))), -0.5, 0.5))
 
 
 def _check_d(d: int) -> int:
@@ -228,6 +250,13 @@ async def learn_masked_parity_interactive(
 def a_query_family(start: int, count: int) -> QuerySpec:
     """The a-query g_d^{(r)} for *every* r at once: users start..start+count−1 are split evenly
     into 2^d groups and group c asks g_d^{(r_c)}, r_c the binary expansion of c (``user_parity``)."""
+    if _plain_int(start, count):
+        return _a_query_family(int(start), int(count))
+    return _a_query_family.__wrapped__(start, count)  # the builder refuses it (nothing remembered)
+
+
+@lru_cache(maxsize=1024)
+def _a_query_family(start: int, count: int) -> QuerySpec:
     return product(conjunction(("b", 0, 0)), affine(product(label_query(), user_parity(start, count)), -0.5, 0.5))
 
 

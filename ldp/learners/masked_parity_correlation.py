@@ -131,7 +131,13 @@ def correlation_query(v: Sequence[int] | np.ndarray) -> QuerySpec:
     v = np.asarray(v, dtype=np.int64)
     if v.ndim != 1 or not np.isin(v, (-1, 1)).all():
         raise ParameterError(f"correlation_query: v must be a ±1 vector, got {v.tolist()!r}")
-    minus = [int(j) for j in np.flatnonzero(v == -1)]
+    return _correlation_query(tuple(int(j) for j in np.flatnonzero(v == -1)))
+
+
+@lru_cache(maxsize=4096)
+def _correlation_query(minus: tuple[int, ...]) -> QuerySpec:
+    """``correlation_query`` of the v whose −1 entries are ``minus``, remembered: a sweep asks the
+    same K specs in thousands of trials, and building one cost more than a small trial's round."""
     if not minus:
         return conjunction(("b", 0, 1), ("y", 0, 1))
     sign_at_i = affine(conjunction(*[("i", 0, j, False) for j in minus]), 2.0, -1.0)

@@ -83,7 +83,14 @@ def shared_query(v: np.ndarray, start: int, count: int) -> QuerySpec:
     The two events are disjoint (b = 1 against b = 0), so the sum is the {0, 1} query
     1 − (1 − P)(1 − Q), written with ``product`` and ``affine`` only (the query language has
     no sum)."""
-    both_missed = product(affine(correlation_query(v), -1.0, 1.0), affine(a_query_family(start, count), -1.0, 1.0))
+    return _shared_query(tuple(int(x) for x in np.asarray(v).ravel()), int(start), int(count))
+
+
+@lru_cache(maxsize=4096)
+def _shared_query(v: tuple[int, ...], start: int, count: int) -> QuerySpec:
+    """``shared_query``, remembered: the trials of a size ask the same K specs, and building one
+    (each builder serializes its children) cost more than a small trial's round."""
+    both_missed = product(affine(correlation_query(np.asarray(v)), -1.0, 1.0), affine(a_query_family(start, count), -1.0, 1.0))
     return affine(both_missed, -1.0, 1.0)
 
 

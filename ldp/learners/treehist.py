@@ -48,8 +48,10 @@ Privacy. Each user runs one ε-LDP randomizer once, on its own record (its ledge
 once; the protocol's charge is one ε per user). The candidate sets depend only on earlier
 groups' reports, so the protocol is ε-LDP (KLNRS Def. 4.4, interactive). Who answers at which
 level is a public function of ``seed``, independent of the data: it is the aggregator's choice in
-this driver (a level drawn by the user would need a users'-side "abstain unless it is my level"
-reply, which neither the wire nor the ledger has). An aggregator that asks one user at two
+this driver. ``learn_heavy_hitters_treehist_1round`` is the NON-INTERACTIVE version (KLNRS
+Def. 4.4, LNI) in which each user draws its own level (the paper's random split): one request
+``treehist_prefix`` (``ldp.core.prefix_reports``) to everyone, and the same descent and pruning on
+the server, from each level's reports only. An aggregator that asks one user at two
 levels gets the second answer only if that user's ledger has ε left: with a budget of ε it is
 refused (no report, no charge); with 2ε it is charged twice (tests/learners/test_treehist.py).
 """
@@ -64,7 +66,9 @@ import numpy as np
 
 from ldp.core.errors import LDPError, ParameterError, require_epsilon, require_integer
 from ldp.core.frequency_oracles import frequency_estimates, frequency_variance
-from ldp.core.query_specs import prefix_index
+from ldp.core.population import PopulationDescription
+from ldp.core.prefix_reports import PREFIX_ORACLES, TreeHistPrefix, prefix_lengths
+from ldp.core.query_specs import prefix_index, record_query
 from ldp.core.randomizers import LocalRandomizer, RandomizerSpec
 from ldp.core.schema import Schema
 from ldp.learners.heavy_hitters import extend_candidates, pem_groups, top_k
@@ -80,6 +84,7 @@ __all__ = [
     "level_estimates",
     "prune",
     "learn_heavy_hitters_treehist",
+    "learn_heavy_hitters_treehist_1round",
 ]
 
 MAX_CANDIDATES = 4095  # what one prefix_index query carries
@@ -140,7 +145,7 @@ def treehist_lengths(bits: int, step: int) -> list[int]:
     >>> treehist_lengths(10, 4)
     [4, 8, 10]
     """
-    return [min(bits, t) for t in range(step, bits + step, step)]
+    return list(prefix_lengths(bits, step))
 
 
 def union_bound_z(beta: float, levels: int, beam: int, step: int) -> float:
@@ -176,6 +181,29 @@ def prune(frequencies: np.ndarray, threshold: float, beam: int) -> np.ndarray:
     """
     order = top_k(frequencies, len(frequencies))
     return order[np.asarray(frequencies, dtype=np.float64)[order] >= threshold][:beam]
+
+
+def _checked(
+    lr: LROracle, bits: int, beam: int, step: int, epsilon: float, beta: float, threshold: float | None, users: int | None, first_user: int
+) -> tuple[int, int, int, float, PopulationDescription, int]:
+    """Both drivers' parameter checks (one line each): (bits, beam, step, ε, the users' public
+    description, n)."""
+    bits = require_integer("TreeHist: bits", bits, 1, 62)
+    beam = require_integer("TreeHist: beam", beam, 1, 1024)
+    step = require_integer("TreeHist: step", step, 1, 12)
+    epsilon = require_epsilon(epsilon)
+    if not (isinstance(beta, (int, float)) and 0.0 < float(beta) < 1.0):
+        raise ParameterError(f"TreeHist: beta must be a probability in (0, 1), got {beta!r}")
+    if threshold is not None and not (isinstance(threshold, (int, float)) and math.isfinite(threshold)):
+        raise ParameterError(f"TreeHist: threshold must be a finite frequency, got {threshold!r}")
+    description = lr.description
+    if description is None:
+        raise ParameterError("TreeHist needs the users' public schema (the oracle has no public description)")
+    available = lr.user_count - first_user
+    n = available if users is None else int(users)
+    if not 1 <= n <= available:
+        raise ParameterError(f"TreeHist: users must be in [1, {available}] (users {first_user}.. of {lr.user_count}), got {users}")
+    return bits, beam, step, epsilon, description, n
 
 
 async def learn_heavy_hitters_treehist(
@@ -254,25 +282,11 @@ async def learn_heavy_hitters_treehist(
     >>> 0.25 < found.frequencies[0] < 0.36
     True
     """
-    bits = require_integer("TreeHist: bits", bits, 1, 62)
-    beam = require_integer("TreeHist: beam", beam, 1, 1024)
-    step = require_integer("TreeHist: step", step, 1, 12)
-    epsilon = require_epsilon(epsilon)
+    bits, beam, step, epsilon, description, n = _checked(lr, bits, beam, step, epsilon, beta, threshold, users, first_user)
     if beam * 2**step > MAX_CANDIDATES:
         raise ParameterError(
             f"TreeHist: beam·2^step = {beam * 2**step} candidates per level; a prefix_index query carries at most {MAX_CANDIDATES} (lower beam or step)"
         )
-    if not (isinstance(beta, (int, float)) and 0.0 < float(beta) < 1.0):
-        raise ParameterError(f"TreeHist: beta must be a probability in (0, 1), got {beta!r}")
-    if threshold is not None and not (isinstance(threshold, (int, float)) and math.isfinite(threshold)):
-        raise ParameterError(f"TreeHist: threshold must be a finite frequency, got {threshold!r}")
-    description = lr.description
-    if description is None:
-        raise ParameterError("TreeHist needs the users' public schema (the oracle has no public description)")
-    available = lr.user_count - first_user
-    n = available if users is None else int(users)
-    if not 1 <= n <= available:
-        raise ParameterError(f"TreeHist: users must be in [1, {available}] (users {first_user}.. of {lr.user_count}), got {users}")
     lengths = treehist_lengths(bits, step)
     if n < len(lengths):
         raise ParameterError(f"TreeHist needs at least one user per level ({len(lengths)} levels), got {n} users")
@@ -310,6 +324,119 @@ async def learn_heavy_hitters_treehist(
         tuple(float(v) for v in estimates) if done else (),
         tuple(levels),
         users=n,
+        epsilon=float(epsilon),
+        bits=bits,
+        z=z,
+    )
+
+
+async def learn_heavy_hitters_treehist_1round(
+    lr: LROracle,
+    *,
+    bits: int,
+    epsilon: float,
+    beam: int = 32,
+    step: int = 1,
+    beta: float = 0.05,
+    threshold: float | None = None,
+    field: str = "x",
+    users: int | None = None,
+    first_user: int = 0,
+    name: str = "treehist-1round",
+    oracle: str = "olh",
+) -> TreeHistResult:
+    """TreeHist in ONE NON-INTERACTIVE round: every user draws its own level (the paper's random
+    split of the users across the tree's levels) and reports once; the server descends the tree.
+
+    Bassily, Nissim, Stemmer & Thakurta, "Practical Locally Private Heavy Hitters" (NeurIPS 2017;
+    arXiv 1707.04982), TreeHist with the users split across the levels at random. One request
+    ``treehist_prefix`` (``ldp.core.prefix_reports``) goes to every user, fixed before any reply:
+    a non-interactive protocol (KLNRS Def. 4.4, LNI), where ``learn_heavy_hitters_treehist`` is
+    interactive (each level's candidates come from the earlier levels' reports, and the
+    aggregator assigns the levels). Each user draws its level t from its own draw (uniform over
+    the L levels on the exact integer grid of ``uniform_index``) and sends (t, the OLH report of
+    its (t+1)ℓ-bit prefix): one charge of ε, made before the report leaves; the level is a function
+    of the user's secret draws only, fresh for every request, and no request names it.
+
+    The server then runs the same descent as the interactive version, from the reports alone:
+    level t's candidates (the 2^ℓ prefixes, then the children of the prefixes kept at t − 1,
+    ``extend_candidates``) are estimated from the n_t reports that drew t only
+    (``TreeHistPrefix.estimates``: f̂ = (C/n_t − 1/g)/(p* − 1/g)), and pruned with the
+    same threshold τ_t = z·sd_t, z = ``union_bound_z``(β, L, beam, ℓ), and ``prune`` (at most
+    ``beam``). A level that keeps nothing ends the descent; every user has answered (and been
+    charged) already. No candidate limit applies (the candidates never travel): beam ≤ 1024.
+
+    Parameters
+    ----------
+    lr : LROracle
+        The users; their schema has a {0,1} field ``field`` of at least ``bits`` bits.
+    bits, epsilon, beam, step, beta, threshold, field, users, first_user
+        As ``learn_heavy_hitters_treehist`` (no ``seed``: nobody but the users picks a level).
+    name : str, default "treehist-1round"
+        The session's name in the transcript.
+    oracle : str, default "olh"
+        The inner oracle: ``olh`` (the one whose report is evaluated at any candidate afterwards).
+
+    Returns
+    -------
+    TreeHistResult
+        As ``learn_heavy_hitters_treehist``; each level's ``users`` and ``answered`` are the
+        reports that drew it (random, ≈ n/L), ``rounds`` the levels descended.
+
+    Raises
+    ------
+    ParameterError
+        A parameter out of range, another oracle, or a population without a public schema.
+    LDPError
+        No user answered.
+
+    Examples
+    --------
+    >>> import ldp
+    >>> from ldp.core.concepts import PointConcept, PointMixture
+    >>> cc = ldp.concept_class("point", 10)  # 30 % of users hold the point 1011001110
+    >>> population = ldp.PopulationSpec(cc, PointConcept((1, 0, 1, 1, 0, 0, 1, 1, 1, 0)), size=50_000, budget=2.0, distribution=PointMixture(0.3))
+    >>> found = ldp.run(learn_heavy_hitters_treehist_1round(ldp.InProcessLROracle(population), bits=10, epsilon=2.0, beam=4))
+    >>> found.items, found.rounds
+    ((718,), 10)
+    >>> 0.25 < found.frequencies[0] < 0.36
+    True
+    """
+    if oracle not in PREFIX_ORACLES:
+        raise ParameterError(f"TreeHist (one round): oracle must be one of {list(PREFIX_ORACLES)} (a report evaluated at any candidate afterwards), got {oracle!r}")
+    bits, beam, step, epsilon, description, n = _checked(lr, bits, beam, step, epsilon, beta, threshold, users, first_user)
+    lengths = treehist_lengths(bits, step)
+    z = union_bound_z(float(beta), len(lengths), beam, step)
+    spec = RandomizerSpec("treehist_prefix", record_query(), epsilon, {"bits": bits, "step": step, "field": field})
+    randomizer = LocalRandomizer.build(spec, description.schema).randomizer  # what each user runs, on the public schema
+    assert isinstance(randomizer, TreeHistPrefix)
+    session = Session(lr, SessionKind.NON_INTERACTIVE, name=name)
+    (reports,) = await session.round([Request.of(range(first_user, first_user + n), spec)], last=True)
+    if not len(reports.values):
+        raise LDPError(f"TreeHist (one round): none of the {n} users answered ({reports.counts()}; {'; '.join(reports.errors) or 'over budget?'})")
+    by_level = randomizer.split_levels(reports.values)  # checked once; level t's rows only are read at level t
+    candidates = np.arange(2 ** lengths[0], dtype=np.int64)
+    kept = candidates[:0]
+    estimates = np.zeros(0)
+    levels: list[TreeHistLevel] = []
+    previous = 0
+    for t, length in enumerate(lengths):
+        if t:
+            candidates = extend_candidates(kept, length - previous)
+        freq, sd, n_t = randomizer.estimates(by_level[t], candidates)
+        tau = z * sd if threshold is None else float(threshold)
+        order = prune(freq, tau, beam) if n_t else np.zeros(0, dtype=np.int64)
+        kept, estimates = candidates[order], freq[order]
+        levels.append(TreeHistLevel(length, len(candidates), n_t, n_t, tau, sd, tuple(int(v) for v in kept), tuple(float(v) for v in estimates)))
+        previous = length
+        if not len(kept):  # nothing frequent below here
+            break
+    done = len(levels) == len(lengths)
+    return TreeHistResult(
+        tuple(int(v) for v in kept) if done else (),
+        tuple(float(v) for v in estimates) if done else (),
+        tuple(levels),
+        users=int(len(reports.values)),
         epsilon=float(epsilon),
         bits=bits,
         z=z,

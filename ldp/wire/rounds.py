@@ -24,6 +24,7 @@ from typing import Any
 from ldp.core.errors import LDPError, ParameterError
 from ldp.core.population import PopulationDescription
 from ldp.core.randomizers import RandomizerSpec
+from ldp.core.schema import Schema
 from ldp.local.messages import RoundReply, RoundRequest
 from ldp.wire import codec
 from ldp.wire.connections import Connection, ConnectionRegistry
@@ -45,6 +46,7 @@ class RoundExchange:
         self.registry = registry
         self.reply_observers: list[ReplyObserver] = []
         self._formats: dict[str, codec.ReportFormat] = {}  # report format per randomizer spec (cache)
+        self._formats_schema: Schema | None = None  # the schema the cached formats are for
 
     def loaded(self) -> PopulationDescription:
         """The description of the population being served; an ``LDPError`` on standby."""
@@ -53,8 +55,17 @@ class RoundExchange:
         return self.registry.description
 
     def population_changed(self) -> None:
-        """Report formats depend on the schema: forget them when another population is served."""
-        self._formats.clear()
+        """Report formats depend on the schema alone: forget them when a population of another
+        schema is served (a sweep loads thousands of populations of one schema, and deriving a
+        format builds the randomizer: it cost more than a small trial's round)."""
+        description = self.registry.description
+        self._formats_for(description.schema if description is not None else None)
+
+    def _formats_for(self, schema: Schema | None) -> None:
+        """Keep the remembered formats if they are for ``schema``, else forget them."""
+        if schema is None or schema != self._formats_schema:
+            self._formats.clear()
+            self._formats_schema = schema
 
     async def exchange(self, sent: dict[str, RoundRequest], deadline_s: float) -> dict[str, RoundReply | None]:
         """Send each shard its request; gather replies until the deadline (None = missing)."""
@@ -140,11 +151,13 @@ class RoundExchange:
             key = json.dumps(spec.to_json(), sort_keys=True, allow_nan=True, default=repr)
         except Exception:  # noqa: BLE001 - an unusual spec is derived every time
             return codec.report_format(spec, self.loaded().schema)
+        schema = self.loaded().schema
+        self._formats_for(schema)  # the first population's schema (later ones: population_changed)
         fmt = self._formats.get(key)
         if fmt is None:
             if len(self._formats) >= 1024:
                 self._formats.clear()
-            fmt = self._formats[key] = codec.report_format(spec, self.loaded().schema)
+            fmt = self._formats[key] = codec.report_format(spec, schema)
         return fmt
 
     # --- replies from a client ---

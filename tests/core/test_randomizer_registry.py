@@ -36,7 +36,7 @@ def registered_modules() -> dict[str, str]:
 def test_the_docstring_lists_every_registered_kind_with_its_family() -> None:
     assert randomizers.__doc__ is not None
     assert documented_kinds(randomizers.__doc__) == registered_modules()
-    assert sorted(registered_modules()) == randomizer_kinds() and len(randomizer_kinds()) == 27
+    assert sorted(registered_modules()) == randomizer_kinds() and len(randomizer_kinds()) == 30
 
 
 def test_the_comparison_catches_a_drifted_list() -> None:
@@ -51,11 +51,12 @@ def test_the_comparison_catches_a_drifted_list() -> None:
 def test_what_the_kinds_declare() -> None:
     kinds = registered_randomizers()
     assert [k for k, v in kinds.items() if not v.requestable] == ["laplace"]
-    assert sorted(k for k, v in kinds.items() if v.record_input) == ["record_rr", "rsfd", "smp", "spl"]
+    assert sorted(k for k, v in kinds.items() if v.record_input) == ["cms_string", "hcms_string", "record_rr", "rsfd", "smp", "spl", "treehist_prefix"]
     assert {k: sorted(v.params) for k, v in kinds.items() if v.params} == {
         "discrete_laplace": ["steps"], "piecewise": ["steps"], "hybrid": ["steps"], "olh": ["hash_bits"], "adaptive_fo": ["prefer"],
         **{k: ["calibration", "epsilon_1"] for k in ("l_grr", "l_oue", "l_osue", "l_sue", "l_adp")},
         "cms": ["hash_seed", "hashes", "width"], "hcms": ["hash_seed", "hashes", "width"],
+        "cms_string": ["hash_seed", "hashes", "width"], "treehist_prefix": ["bits", "field", "step"], "hcms_string": ["hash_seed", "hashes", "width"],
         "spl": ["oracle"], "smp": ["oracle"], "rsfd": ["paper_epsilon", "variant"],
         "rappor": ["f", "h", "hash_seed", "k", "m", "p", "q"], "dbitflip_pm": ["d"], "alpha_one_bit_mean": ["s"],
     }

@@ -6,6 +6,7 @@ the headline are the formulas'; the first proven d is where the bound overtakes 
 
 from __future__ import annotations
 
+import asyncio
 import math
 from typing import Any
 
@@ -119,3 +120,15 @@ def test_the_point_rows_are_judged_by_the_sweeps_rule_not_by_a_fraction() -> Non
     assert sep.success_rule(sep.Config(trials=100, out=None))["min_successes"] == 99
     assert rows["central-EM"]["users_needed"] > by_fraction["pure"], (rows["central-EM"], by_fraction)
     assert rows["central-Adist"]["users_needed"] >= by_fraction["A_dist"]
+
+
+def test_the_table_names_the_point_rows_rule() -> None:
+    """The per-search table says what the POINT rows passed by: "≥ 99 of 100" (the sweep's rule at
+    their number of trials), not the fraction "≥ 95% of 100" it printed before. Broken variant:
+    that old label is absent from the table, and it is not the rule."""
+    config = sep.Config(learners=("central-occam",), occam_d=(4,), trials=10, point_bits=(8,), point_trials=100, curve_users=(), out=None)
+    result = asyncio.run(sep.run(config))
+    rule = f"≥ {sep.success_rule(sep.Config(trials=100, out=None))['min_successes']} of 100"
+    point_lines = [line for line in result["table"].splitlines() if line.startswith("| point |")]
+    assert len(point_lines) == 2 and all(f"| {rule} |" in line for line in point_lines), point_lines
+    assert rule == "≥ 99 of 100" and "≥ 95% of 100" not in result["table"]

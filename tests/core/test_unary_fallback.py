@@ -1,0 +1,212 @@
+"""The unary encodings' coins read X_j's top byte first and its other b − 8 bits only on a tie
+(``ldp.core.frequency_oracles.unary_coins``; issue 27, "Use every bit of randomness").
+
+What is checked:
+- the fast block paths (``prf_block_matrix``, ``prf_pair_blocks``, ``draw_blocks``,
+  ``block_pairs``) give the AES blocks whose low halves are ``prf_words``' words, and a ``Draws``
+  without them is read through ``bits`` (high half of block d = ``bits(d + HIGH_HALF)``);
+- the layout (``unary_word``, ``unary_draws``) puts every bit of every X_j in exactly one place,
+  main and fallback blocks never overlap, and it fits below HIGH_HALF blocks at k = 2^16 and every b;
+- the exact audits (the enumerated one at small k, which enumerates the fallback bits through the
+  virtual draws, and ``verify_structure`` at large k and at b = 16, 32, 64) pass on the real
+  sampler, and catch each broken variant: a tie resolved as 1, or as 0, without a fallback; a
+  fallback that reuses the main byte's bits; one fallback slot shared by two tied bits of a user;
+- a seeded frequency test of every bit's law (false-alarm rate below 10^-6 per run) passes on the
+  real sampler and catches the tie-resolved-as-1 variant;
+- a user's report does not depend on how users are batched.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator
+
+import numpy as np
+import pytest
+
+import ldp.core.frequency_oracles as fo
+from ldp.core.audit import FixedRandomness, verify_exact
+from ldp.core.audit_structure import enumerated, verify_structure
+from ldp.core.frequency_oracles import OptimizedUnaryEncoding, SymmetricUnaryEncoding, unary_coins, unary_draws, unary_word, unary_word_draws
+from ldp.core.longitudinal import LongitudinalOracle, OneReportChannel
+from ldp.core.rng import (
+    HIGH_HALF,
+    MAX_DRAWS,
+    Draws,
+    RandomSource,
+    UserRandomness,
+    block_pairs,
+    derive_key_bytes,
+    draw_blocks,
+    prf_block_matrix,
+    prf_pair_blocks,
+    prf_words,
+)
+
+TieRule = Callable[[Draws, np.ndarray, np.ndarray, np.ndarray, int, int], np.ndarray]
+
+
+# --- the broken variants (each replaces ``_tie_bits``, the fallback read) ---
+
+
+def _tie_one(randomness: Draws, rows: np.ndarray, j: np.ndarray, t_low: np.ndarray, main: int, r: int) -> np.ndarray:
+    return np.ones(len(rows), dtype=bool)  # a tie resolved as 1, no fallback read
+
+
+def _tie_zero(randomness: Draws, rows: np.ndarray, j: np.ndarray, t_low: np.ndarray, main: int, r: int) -> np.ndarray:
+    return np.zeros(len(rows), dtype=bool)  # a tie resolved as 0
+
+
+def _reuse_main(randomness: Draws, rows: np.ndarray, j: np.ndarray, t_low: np.ndarray, main: int, r: int) -> np.ndarray:
+    """The fallback's bits taken from the main draw that holds the tied byte (its other bytes)."""
+    halves = block_pairs(randomness, rows, j // 16)
+    word = halves[np.arange(len(rows)), (j % 16) // 8]
+    return ((word >> np.uint64(8)) & np.uint64((1 << r) - 1)) < t_low
+
+
+_HONEST: TieRule = fo._tie_bits
+
+
+def _shared_slot(randomness: Draws, rows: np.ndarray, j: np.ndarray, t_low: np.ndarray, main: int, r: int) -> np.ndarray:
+    """Every tied bit of a user reads the fallback slot of that user's first tied bit."""
+    first: dict[int, int] = {}
+    for row, jj in zip(rows.tolist(), j.tolist()):
+        first.setdefault(row, jj)
+    return _HONEST(randomness, rows, np.array([first[row] for row in rows.tolist()], dtype=np.int64), t_low, main, r)
+
+
+BROKEN = {"tie as 1": _tie_one, "tie as 0": _tie_zero, "fallback reuses the main byte": _reuse_main, "one slot for two ties": _shared_slot}
+
+
+@pytest.fixture
+def broken(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[TieRule], None]]:
+    yield lambda rule: monkeypatch.setattr(fo, "_tie_bits", rule)
+
+
+# --- the draws ---
+
+
+def test_fast_block_paths_give_the_aes_blocks() -> None:
+    key = derive_key_bytes("unary fallback test")
+    users = np.arange(300, dtype=np.int64) * 7 + 3
+    counters = np.arange(300, dtype=np.int64) * 11
+    for ctr in (counters, 9):
+        m = prf_block_matrix(key, users, ctr, 5, 40)
+        assert all(np.array_equal(m[:, 2 * j], prf_words(key, users, ctr, 5 + j)) for j in range(40))
+        assert not any(np.array_equal(m[:, 2 * j + 1], m[:, 2 * j]) for j in range(40))
+    rng = np.random.default_rng(0)
+    rows, draws = rng.integers(0, 300, 500), rng.integers(0, 40, 500)
+    m = prf_block_matrix(key, users, counters, 0, 40)
+    pairs = prf_pair_blocks(key, users[rows], counters[rows], draws)
+    assert np.array_equal(pairs, np.stack([m[rows, 2 * draws], m[rows, 2 * draws + 1]], axis=1))
+    real = UserRandomness(key, users, counters)
+    assert np.array_equal(block_pairs(real, rows, draws), pairs) and np.array_equal(draw_blocks(real, 0, 40), m)
+    # no block methods: read through bits(), the high half of block d at bits(d + HIGH_HALF)
+    plain = FixedRandomness({**{d: m[:, 2 * d] for d in range(40)}, **{d + HIGH_HALF: m[:, 2 * d + 1] for d in range(40)}}, 300)
+    assert np.array_equal(draw_blocks(plain, 2, 10), m[:, 4:24])
+    assert np.array_equal(block_pairs(plain, rows, draws), pairs)
+    with pytest.raises(ValueError, match="draw indices"):
+        prf_block_matrix(key, users, 0, MAX_DRAWS - 1, 2)
+
+
+# --- the layout ---
+
+
+@pytest.mark.parametrize("b", [16, 32, 64])
+def test_layout_places_every_bit_once_and_fits_the_draw_indices(b: int) -> None:
+    assert unary_draws(1 << 16, b) <= HIGH_HALF
+    for k in (2, 9, 64, 100):
+        draws = unary_word_draws(k, b)
+        assert len(draws) == 2 * unary_draws(k, b)
+        seen = np.zeros(len(draws), dtype=np.uint64)
+        for j in range(k):
+            ones = [unary_word(d, k, b, lambda i, j=j: np.full(1, np.uint64((1 << b) - 1) if i == j else np.uint64(0)))[0] for d in draws]
+            words = np.array(ones, dtype=np.uint64)
+            assert int(np.bitwise_count(words).sum()) == b  # all b bits of X_j, somewhere
+            assert not (words & seen).any()  # and nowhere another X_i is
+            seen |= words
+            main = -(-k // 16)  # its top byte: byte j mod 16 of main block ⌊j/16⌋ (bytes 8–15: the high half)
+            where = draws.index(j // 16 + (HIGH_HALF if j % 16 >= 8 else 0))
+            assert words[where] == np.uint64(0xFF << (8 * (j % 8))) and int(np.bitwise_count(words[[draws.index(d) for d in draws if d % HIGH_HALF < main]]).sum()) == 8
+        assert not unary_word(2 * HIGH_HALF - 1, k, b, lambda i: np.full(1, np.uint64((1 << b) - 1))).any()  # outside the layout: zeros
+
+
+# --- the exact audits pass, and catch every broken variant ---
+
+
+@pytest.mark.parametrize("cls", [OptimizedUnaryEncoding, SymmetricUnaryEncoding])
+@pytest.mark.parametrize("eps", [1.0, 0.003, 1e-8])  # b = 16, 32 (SUE) and 64
+def test_real_sampler_passes_the_exact_audits(cls: type, eps: float) -> None:
+    R = cls(eps, (0.0, 1.0, 2.0))
+    audit = verify_exact(enumerated(R))
+    assert audit.passed, audit.detail
+    structural = verify_structure(cls(eps, tuple(range(300))))
+    assert structural.passed, structural.detail
+
+
+@pytest.mark.parametrize("name", sorted(BROKEN))
+def test_the_audits_catch_each_broken_fallback(name: str, broken: Callable[[TieRule], None]) -> None:
+    broken(BROKEN[name])
+    for R in (OptimizedUnaryEncoding(1.0, (0.0, 1.0, 2.0)), SymmetricUnaryEncoding(4.0, (0.0, 1.0, 2.0))):
+        audit = verify_exact(enumerated(R))
+        assert not audit.passed and not audit.sampler_consistent, name
+    assert not verify_structure(OptimizedUnaryEncoding(1.0, tuple(range(300)))).passed
+    o = LongitudinalOracle("l_oue", 2, 4.0, 2.0)  # the IRR reads the same coins
+    assert not verify_exact(OneReportChannel(o)).passed
+
+
+def test_the_longitudinal_one_report_channel_passes() -> None:
+    for protocol in ("l_oue", "l_osue", "l_sue"):
+        assert verify_exact(OneReportChannel(LongitudinalOracle(protocol, 2, 4.0, 2.0))).passed
+
+
+# --- the law of every bit, measured (seeded) ---
+
+
+def _bit_rates(R: OptimizedUnaryEncoding, n: int) -> tuple[np.ndarray, np.ndarray]:
+    users = np.arange(n)
+    x = users % R.k
+    y = np.unpackbits(R.sample(x.astype(np.float64), RandomSource(11).for_request("reports", 0, users)), axis=1, count=R.k).astype(bool)
+    own = y[users, x]
+    y[users, x] = False
+    return own, y
+
+
+def _z(ones: int, trials: int, p: float) -> float:
+    return (ones - trials * p) / math.sqrt(trials * p * (1 - p))
+
+
+def test_every_bit_has_its_law_and_a_tie_as_zero_is_seen(broken: Callable[[TieRule], None]) -> None:
+    """z-scores of the input's bits and of the others' (n·(k − 1) = 6.3·10^6 bits) against
+    T/2^b: |z| > 5 has probability < 6·10^-7 per score under the true law. The variant that
+    answers every tie with 0 moves the others' rate by −2^-8·T_lo/2^8 (T_out = 17,626 = 68·2^8 +
+    218 at ε = 1): −0.0033, z ≈ −19. (A tie as 1 moves it by only 2^-8·38/2^8: z ≈ 4, left to the
+    exact audits, which catch it whatever its size.)"""
+    R = OptimizedUnaryEncoding(1.0, tuple(range(64)))
+    p_in, p_out = (float(v) for v in R.bit_probabilities())
+    n = 100_000
+    own, other = _bit_rates(R, n)
+    assert abs(_z(int(own.sum()), n, p_in)) < 5
+    assert abs(_z(int(other.sum()), n * (R.k - 1), p_out)) < 5
+    broken(_tie_zero)
+    _, other = _bit_rates(R, n)
+    assert _z(int(other.sum()), n * (R.k - 1), p_out) < -5
+
+
+# --- reports do not depend on batching ---
+
+
+@pytest.mark.parametrize("k", [16, 1000])
+def test_a_users_report_does_not_depend_on_the_batch(k: int) -> None:
+    R = OptimizedUnaryEncoding(1.0, tuple(range(k)))
+    users = np.arange(3000, dtype=np.int64) * 5 + 1
+    counters = np.arange(3000, dtype=np.int64) % 17
+    x = (users % k).astype(np.float64)
+    key = derive_key_bytes("batching")
+    whole = R.sample(x, UserRandomness(key, users, counters))
+    parts = [R.sample(x[s], UserRandomness(key, users[s], counters[s])) for s in (slice(0, 7), slice(7, 2000), slice(2000, None))]
+    assert np.array_equal(whole, np.concatenate(parts))
+    blocks = draw_blocks(UserRandomness(key, users, counters), 0, unary_draws(k, 16))
+    plain = FixedRandomness({d: blocks[:, 2 * (d % HIGH_HALF) + d // HIGH_HALF] for d in unary_word_draws(k, 16)}, len(users))
+    assert np.array_equal(whole, R.sample(x, plain))  # the same blocks through bits(): the same report
+    assert np.array_equal(unary_coins(plain, k, 16, *R.thresholds, mine=(users % k)), whole)
