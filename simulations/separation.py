@@ -98,7 +98,7 @@ from ldp.simulations.reporting import save_figure, write_json
 from ldp.simulations.separation_plot import MODEL_SHORT, plot
 from ldp.simulations.separation_table import growth, markdown_table, proven_from, separation_ratios, summarize, write_tables
 
-__all__ = ["Config", "quick_config", "run", "main", "in_process_oracle", "LEARNERS", "EXPERIMENT", "growth", "plot", "write_outputs", "render"]
+__all__ = ["Config", "quick_config", "run", "evaluate_cell", "main", "in_process_oracle", "LEARNERS", "EXPERIMENT", "growth", "plot", "write_outputs", "render"]
 
 OracleFactory = Callable[[PopulationSpec], AbstractAsyncContextManager[LROracle]]
 
@@ -444,6 +444,16 @@ async def _evaluate(trials: _Trials, learner: str, d: int, n: int, early_stop: b
         "ok": failures <= allowed and len(errors) == c.trials,
         "mean_error": float(np.mean(errors)),
     }
+
+
+async def evaluate_cell(config: Config, oracle_factory: OracleFactory, learner: str, d: int, users: int) -> dict[str, Any]:
+    """All ``config.trials`` seeded trials of ``learner`` at d and ``users``, without early stopping:
+    k/T, its 95 % Clopper–Pearson interval and the sweep's verdict (``ok``), exactly as the sweep
+    evaluates a size (the same targets, populations and success rule). For checking one cell the
+    sweep plans instead of simulating (``benchmarks/separation_cell.py``)."""
+    if learner not in LEARNERS:
+        raise ParameterError(f"unknown learner {learner!r}; learners: {list(LEARNERS)}")
+    return await _evaluate(_Trials(config, oracle_factory), learner, d, users, early_stop=False)
 
 
 async def users_needed(trials: _Trials, learner: str, d: int, plan: int | None = None) -> dict[str, Any]:
