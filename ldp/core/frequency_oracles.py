@@ -180,12 +180,9 @@ class FrequencyOracle(Randomizer):
         return np.asarray(self.categories)
 
     def _index(self, values: np.ndarray) -> np.ndarray:
-        cats = np.asarray(self.categories)
-        v = np.asarray(values, dtype=np.float64)
-        idx = np.clip(np.searchsorted(cats, v), 0, self.k - 1)
-        if not np.array_equal(cats[idx], v):
-            raise ParameterError(f"{self.kind}: an input is not one of the categories {self.categories[:8]}")
-        return idx.astype(np.int64)
+        """Each input's category index (``category_index``: an offset for consecutive integer
+        categories, no search), or a one-line ParameterError for a value that is none of them."""
+        return category_index(self.kind, self.categories, values)
 
     def report_domains(self) -> tuple[np.ndarray | None, ...]:
         """Per report column, the allowed values (None: any value of the dtype)."""
