@@ -28,8 +28,7 @@ from ldp.wire.launcher import grpc_oracle_factory
 async def cell(learner: str, d: int, factor: float, trials: int, processes: int, seed: int) -> dict[str, object]:
     config = separation.Config(seed=seed, trials=trials)
     plan_of = separation.LEARNERS[learner].plan
-    if plan_of is None:
-        raise SystemExit(f"{learner} has no plan; choose one of {[k for k, v in separation.LEARNERS.items() if v.plan]}")
+    assert plan_of is not None  # --learner offers only the learners with a plan
     plan = plan_of(config, d)
     users = int(plan * factor)
     start = time.perf_counter()

@@ -58,6 +58,7 @@ from ldp.core.rng import RandomSource
 
 __all__ = [
     "ExactAudit",
+    "structure_audit",
     "verify_exact",
     "verify_declared",
     "realized_loss",
@@ -348,6 +349,25 @@ class ExactAudit:
     @property
     def loss_over_epsilon(self) -> float:
         return self.max_log_ratio / self.epsilon
+
+
+def structure_audit(epsilon: float, ratio: Fraction, core: ExactAudit, what: str, problem: str) -> ExactAudit:
+    """An audit by structure: the realized loss is ln ``ratio``, the worst likelihood ratio of the
+    channel the sampler really uses (exact cells), compared with e^ε rigorously; ``core`` is the
+    exact audit of that inner channel (its argmax, normalization and log_prob errors and sampler
+    check are carried over), and ``problem`` is what a probe of the real sampler found ('' when it
+    draws as the structure says). The sketches' and ``treehist_prefix``'s audits."""
+    return ExactAudit(
+        epsilon,
+        log_ratio(ratio),
+        core.argmax,
+        f"by structure: {what}; {core.method}",
+        core.normalization_error,
+        ratio <= exp_bounds(epsilon)[0],
+        core.log_prob_error,
+        bool(core.sampler_consistent) and not problem,
+        "; ".join(x for x in (core.detail, problem) if x),
+    )
 
 
 def _row_sum_error(masses: np.ndarray, denominator: int) -> float:

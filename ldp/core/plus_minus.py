@@ -73,13 +73,21 @@ class PlusMinusRandomizedResponse(Randomizer):
 
     def _threshold(self, u: np.ndarray | float) -> np.ndarray:
         """T(u) ∈ [T_lo, T_hi] (int64): Pr[+M | u] = T(u)/2^53."""
-        t_lo, t_hi = self.thresholds
         b = self.bound
         # t_lo + floor((clip(x) + b)/(2b)·(t_hi − t_lo) + 0.5), clipped to [t_lo, t_hi]: the same
         # float operations in the same order, in place (one array instead of six).
         given = np.array(u, dtype=np.float64, copy=True)
         x = np.nan_to_num(given.reshape(-1), copy=False)  # 1-D, so the in-place ufuncs also take a scalar
-        np.clip(x, -b, b, out=x)
+        self._cells_in_place(np.clip(x, -b, b, out=x))
+        t = x.astype(np.int64).reshape(given.shape)
+        return t if t.ndim else t[()]
+
+    def _cells_in_place(self, x: np.ndarray) -> np.ndarray:
+        """x ← clip(t_lo + floor((x + b)/(2b)·(t_hi − t_lo) + 0.5), t_lo, t_hi) for x already in
+        [−b, b], in place: the one sequence of float operations ``_threshold`` and ``sample`` share
+        (their reports are bit for bit those of this order of operations)."""
+        t_lo, t_hi = self.thresholds
+        b = self.bound
         x += b
         x /= 2.0 * b
         x *= float(t_hi - t_lo)
@@ -87,8 +95,7 @@ class PlusMinusRandomizedResponse(Randomizer):
         np.floor(x, out=x)
         x += t_lo
         np.clip(x, t_lo, t_hi, out=x)
-        t = x.astype(np.int64).reshape(given.shape)
-        return t if t.ndim else t[()]
+        return x
 
     def sample(self, inputs: np.ndarray, randomness: Draws) -> np.ndarray:
         # +M iff X >> 11 < T(u): the float operations of ``_threshold`` in the same order (T is an
@@ -98,7 +105,6 @@ class PlusMinusRandomizedResponse(Randomizer):
         x = randomness.bits(0)
         if u.ndim != 1 or u.shape != x.shape:  # broadcast inputs: the formula as written
             return np.where((x >> SHIFT_53).astype(np.int64) < self._threshold(u), self.magnitude, -self.magnitude)
-        t_lo, t_hi = self.thresholds
         b, m = self.bound, self.magnitude
         out = np.empty(u.shape, dtype=np.float64)
         nan = u.size > 0 and bool(np.isnan(u.min()))  # min propagates NaN: one pass, not a mask per block
@@ -107,13 +113,7 @@ class PlusMinusRandomizedResponse(Randomizer):
             t = np.clip(u[lo:hi], -b, b, out=out[lo:hi])  # ±inf → ±b, as nan_to_num then clip
             if nan:  # NaN → 0, as nan_to_num then clip
                 np.copyto(t, 0.0, where=np.isnan(t))
-            t += b
-            t /= 2.0 * b
-            t *= float(t_hi - t_lo)
-            t += 0.5
-            np.floor(t, out=t)
-            t += t_lo
-            np.clip(t, t_lo, t_hi, out=t)
+            self._cells_in_place(t)
             plus = np.right_shift(x[lo:hi], SHIFT_53).view(np.int64) < t.astype(np.int64)  # T < 2^53: exact
             np.copysign(m, plus.view(np.int8) - np.int8(1), out=t)  # +M where plus (0 → +0.0), else −M
         return out

@@ -404,24 +404,14 @@ def verify_prefix_reports(R: TreeHistPrefix) -> ExactAudit:
     ln(A_g/B_g) of the inner RR it really uses (the max over levels of the inner oracle's loss,
     the level's weights being data-independent), compared with e^ε rigorously; the g-ary RR is
     audited by ``verify_exact``, and the sampler by ``prefix_probe``."""
-    from ldp.core.audit import ExactAudit, exp_bounds, log_ratio, verify_exact
+    from ldp.core.audit import structure_audit, verify_exact
     from ldp.core.rr_mechanisms import KaryRandomizedResponse
 
     a, b = R.inner_cells()
     ratio = Fraction(max(a, b), min(a, b))
     core = verify_exact(KaryRandomizedResponse(R.epsilon, tuple(float(v) for v in range(R.g))))
-    problem = prefix_probe(R)
-    return ExactAudit(
-        R.epsilon,
-        log_ratio(ratio),
-        core.argmax,
-        f"by structure: a data-independent level (draw 0, {R.levels} levels) and OLH's {R.g}-ary RR of h_A(prefix); {core.method}",
-        core.normalization_error,
-        ratio <= exp_bounds(R.epsilon)[0],
-        core.log_prob_error,
-        bool(core.sampler_consistent) and not problem,
-        "; ".join(v for v in (core.detail, problem) if v),
-    )
+    what = f"a data-independent level (draw 0, {R.levels} levels) and OLH's {R.g}-ary RR of h_A(prefix)"
+    return structure_audit(R.epsilon, ratio, core, what, prefix_probe(R))
 
 
 def enumerated_prefix_reports(R: TreeHistPrefix) -> ExactAudit:

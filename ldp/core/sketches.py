@@ -797,7 +797,7 @@ def verify_sketch(R: SketchOracle) -> ExactAudit:
     by ``verify_structure`` (exact, with its sampler probed at width m), and the sketch's sampler by
     ``sketch_probe``. HCMS: the loss is ln(A/B) of the coin it really uses, compared with e^ε;
     the coin is audited by ``verify_exact``; the sampler by ``sketch_probe``."""
-    from ldp.core.audit import ExactAudit, exp_bounds, log_ratio, verify_exact
+    from ldp.core.audit import structure_audit, verify_exact
     from ldp.core.audit_structure import verify_structure
 
     if isinstance(R, CountMeanSketch):
@@ -814,18 +814,7 @@ def verify_sketch(R: SketchOracle) -> ExactAudit:
         what = "binary randomized response of the Hadamard coefficient"
     else:
         raise ParameterError(f"no sketch audit for {type(R).__name__}")
-    problem = sketch_probe(R)
-    return ExactAudit(
-        R.epsilon,
-        log_ratio(ratio),
-        core.argmax,
-        f"by structure: {what}; {core.method}",
-        core.normalization_error,
-        ratio <= exp_bounds(R.epsilon)[0],
-        core.log_prob_error,
-        bool(core.sampler_consistent) and not problem,
-        "; ".join(x for x in (core.detail, problem) if x),
-    )
+    return structure_audit(R.epsilon, ratio, core, what, sketch_probe(R))
 
 
 class _VirtualBits:
