@@ -17,6 +17,14 @@ A learner whose plan exceeds ``simulate_users_max`` users at some d is not simul
 table gives its plan, marked "planned" (the plans are checked against simulation at the d where
 both exist, and in the learners' own tests).
 
+A one-round learner whose plan exceeds ``protocol_users_max`` users at d (LNI and LNI-shared from
+d = 16: 3.9·10^9 reports through the protocol at d = 16 alone) is simulated at its sufficient
+statistic: each trial draws its groups' counts of 1-reports from their exact law
+(``ldp.learners.masked_parity_law``: the protocol's output law, the same decision functions, no
+record, charge or report) instead of running the protocol, at any size up to 2^40 users; the
+table marks those cells "(law)". ``evaluate_cell`` (``benchmarks/separation_cell.py``) runs any
+cell through the protocol, to check one.
+
 Learners (ldp.learners):
   MASKED-PARITY  LI-corr     the sharpest interactive learner: round 1 reads all of r through one
                              correlation query per user, round 2 is §5.1's a-query
@@ -76,7 +84,7 @@ from ldp.core.audit import clopper_pearson
 from ldp.core.concepts import ConceptClass, concept_class
 from ldp.core.errors import ParameterError, require_epsilon, require_integer, require_probability
 from ldp.core.learner_result import LearnerResult, true_error
-from ldp.core.population import PopulationSpec, generate_records
+from ldp.core.population import MAX_USERS, PopulationSpec, generate_records
 from ldp.core.rng import generator
 from ldp.experiment import ExperimentArgs, ExperimentResult, Simulation
 from ldp.learners.masked_parity import (
@@ -88,6 +96,7 @@ from ldp.learners.masked_parity import (
     lni_users_for,
 )
 from ldp.learners.masked_parity_correlation import correlation_hoeffding_users, correlation_users_for, learn_masked_parity_correlation, li_users_for
+from ldp.learners.masked_parity_law import learn_masked_parity_lni_from_law, learn_masked_parity_lni_shared_from_law
 from ldp.learners.masked_parity_shared import learn_masked_parity_lni_shared, shared_users_for
 from ldp.learners.occam import learn_occam, occam_sample_size
 from ldp.learners.parity import PackedExamples, a_star_sample_size, algorithm_a_star
@@ -124,6 +133,10 @@ class Config:
     seed_count: int = 3  # seeds seed, seed + 1, … for MASKED-PARITY at d ≤ multi_seed_max_d
     multi_seed_max_d: int = 16
     simulate_users_max: int = 6_000_000  # a learner whose plan exceeds this at d is planned there, not simulated
+    # A learner with a twin at its sufficient statistic (LNI, LNI-shared) whose plan exceeds this
+    # at d draws its counts from their exact law there (ldp.learners.masked_parity_law), up to
+    # MAX_USERS users, instead of running the protocol: the table marks those cells "(law)".
+    protocol_users_max: int = 2_000_000
     cap: int = 2**26  # most users per trial (67,108,864: 2 client processes hold them in ≈ 8 GB)
     start_users: int = 16
     resolution: float = 1.25  # the search stops when (first passing n)/(last failing n) ≤ this
@@ -191,6 +204,7 @@ INTEGER_LIMITS: dict[str, int] = {
     "seed_count": 1_000,
     "multi_seed_max_d": 62,
     "simulate_users_max": 2**40,
+    "protocol_users_max": 2**40,
     "cap": 2**40,
     "start_users": 2**40,
     "curve_trials": 10_000,
@@ -246,6 +260,9 @@ class LearnerSpec:
     bound: Callable[[Config, int], tuple[int | None, str]]
     local: bool  # through the LR oracle (else: a curator reading records)
     plan: Callable[[Config, int], int] | None = None  # predicted users for success 1 − β (the search starts there)
+    # The learner at its sufficient statistic: (target, d, ε, users, learner rng, law rng) → result
+    # with the protocol's output law (ldp.learners.masked_parity_law); used past protocol_users_max.
+    law: Callable[..., LearnerResult] | None = None
 
 
 def _li_bound(c: Config, d: int) -> tuple[int | None, str]:
@@ -288,9 +305,10 @@ LEARNERS: dict[str, LearnerSpec] = {
     "LI-corr": LearnerSpec("LI-corr", "masked_parity", "local interactive", _masked, _corr_bound, True,
                            lambda c, d: correlation_users_for(d, c.epsilon, 1 - c.beta)),
     "LI": LearnerSpec("LI", "masked_parity", "local interactive", _masked, _li_bound, True, lambda c, d: li_users_for(d, c.epsilon, 1 - c.beta)),
-    "LNI": LearnerSpec("LNI", "masked_parity", "local non-interactive", _masked, _lni_bound, True, lambda c, d: lni_users_for(d, c.epsilon, 1 - c.beta)),
+    "LNI": LearnerSpec("LNI", "masked_parity", "local non-interactive", _masked, _lni_bound, True, lambda c, d: lni_users_for(d, c.epsilon, 1 - c.beta),
+                       learn_masked_parity_lni_from_law),
     "LNI-shared": LearnerSpec("LNI-shared", "masked_parity", "local non-interactive", _masked, lambda c, d: (None, "—"), True,
-                              lambda c, d: shared_users_for(d, c.epsilon, 1 - c.beta)),
+                              lambda c, d: shared_users_for(d, c.epsilon, 1 - c.beta), learn_masked_parity_lni_shared_from_law),
     "LNI-b": LearnerSpec("LNI-b", "masked_parity", "local non-interactive", _masked, lambda c, d: (None, "—"), True),
     "central-A*": LearnerSpec("central-A*", "parity", "central", lambda c: c.central_parity_d, _astar_bound, False),
     "central-occam": LearnerSpec("central-occam", "parity", "central", lambda c: c.occam_d, _occam_bound, False),
@@ -318,12 +336,21 @@ class _Trials:
     A run is a pure function of (learner, d, n, trial), so it is computed once and remembered
     (the search and the curves ask for some runs twice)."""
 
-    def __init__(self, config: Config, oracle_factory: OracleFactory) -> None:
+    def __init__(self, config: Config, oracle_factory: OracleFactory, *, simulation: str = "sweep") -> None:
         self.config = config
         self.oracle_factory = oracle_factory
+        # "sweep": by the plan (``by_law``); "protocol" or "law": every cell so (evaluate_cell)
+        self.simulation = simulation
         self._features: dict[tuple[int, int], np.ndarray] = {}
         self._runs: dict[tuple[str, int, int, int], tuple[float, LearnerResult]] = {}
         self.rule = success_rule(config)
+
+    def by_law(self, learner: str, d: int) -> bool:
+        """Whether (learner, d) draws its counts from their exact law: it has a twin at its
+        sufficient statistic and its plan exceeds ``protocol_users_max``."""
+        if LEARNERS[learner].law is None or self.simulation == "protocol":
+            return False
+        return self.simulation == "law" or (_plan(self.config, learner, d) or 0) > self.config.protocol_users_max
 
     def share_runs(self, other: _Trials) -> None:
         """Use ``other``'s remembered runs (same seed: a run does not depend on the number of trials)."""
@@ -377,7 +404,10 @@ class _Trials:
         rng = generator(c.seed, "separation-learner", learner, d, n, trial)
         spec = self.population(spec_def.family, d, trial, n, learner, n)
         referee = spec.referee()
-        if learner == "central-A*":
+        if self.by_law(learner, d):  # the protocol's output law at its sufficient statistic: no records, no reports
+            law = generator(c.seed, "separation-law", learner, d, n, trial)
+            res = spec_def.law(spec.target, d, c.epsilon, n, rng, law)  # type: ignore[misc]
+        elif learner == "central-A*":
             res = algorithm_a_star(PackedExamples.from_records(self._central_records(d, trial, n)), c.epsilon, a_star_beta(c), rng)
         elif learner == "central-occam":
             rec = self._central_records(d, trial, n)
@@ -446,21 +476,27 @@ async def _evaluate(trials: _Trials, learner: str, d: int, n: int, early_stop: b
     }
 
 
-async def evaluate_cell(config: Config, oracle_factory: OracleFactory, learner: str, d: int, users: int) -> dict[str, Any]:
+async def evaluate_cell(config: Config, oracle_factory: OracleFactory, learner: str, d: int, users: int, *, law: bool = False) -> dict[str, Any]:
     """All ``config.trials`` seeded trials of ``learner`` at d and ``users``, without early stopping:
     k/T, its 95 % Clopper–Pearson interval and the sweep's verdict (``ok``), exactly as the sweep
-    evaluates a size (the same targets, populations and success rule). For checking one cell the
-    sweep plans instead of simulating (``benchmarks/separation_cell.py``)."""
+    evaluates a size (the same targets, populations and success rule). Through the protocol, also
+    where the sweep draws the cell from its law or plans it (``benchmarks/separation_cell.py``
+    checks such a cell); ``law=True`` draws it from its law, as the sweep does past
+    ``protocol_users_max`` (learners with a twin at their sufficient statistic only)."""
     if learner not in LEARNERS:
         raise ParameterError(f"unknown learner {learner!r}; learners: {list(LEARNERS)}")
-    return await _evaluate(_Trials(config, oracle_factory), learner, d, users, early_stop=False)
+    if law and LEARNERS[learner].law is None:
+        raise ParameterError(f"{learner} has no twin at its sufficient statistic; those that do: {[k for k, v in LEARNERS.items() if v.law]}")
+    return await _evaluate(_Trials(config, oracle_factory, simulation="law" if law else "protocol"), learner, d, users, early_stop=False)
 
 
 async def users_needed(trials: _Trials, learner: str, d: int, plan: int | None = None) -> dict[str, Any]:
     """Smallest n that passes the success rule: from ``plan`` (×1.5 steps) or from ``start_users``
     (doubling) until the verdict changes, then geometric bisection of [last failing n, first
-    passing n] until the ratio of its ends is ≤ ``resolution``."""
-    c = trials.config
+    passing n] until the ratio of its ends is ≤ ``resolution``. The search stops at ``cap``
+    users, or at MAX_USERS for a cell drawn from its law (no process holds its users)."""
+    by_law = trials.by_law(learner, d)
+    c = replace(trials.config, cap=MAX_USERS) if by_law else trials.config
     evaluations: list[dict[str, Any]] = []
 
     async def evaluate(n: int, early_stop: bool = True) -> bool:
@@ -477,7 +513,9 @@ async def users_needed(trials: _Trials, learner: str, d: int, plan: int | None =
         last_fail, found = await _bisect(evaluate, last_fail, found, c.resolution)
     if found is None and c.full_at_cap and evaluations[-1]["trials"] < c.trials:
         await evaluate(evaluations[-1]["users"], early_stop=False)
-    return _search_record(c, learner, d, plan, found, last_fail, evaluations)
+    record = _search_record(c, learner, d, plan, found, last_fail, evaluations)
+    record["simulation"] = "law" if by_law else "protocol" if LEARNERS[learner].local else "curator"
+    return record
 
 
 async def _bracket_from_plan(evaluate: Callable[[int], Awaitable[bool]], n: int, least: int, cap: int, step: float = 1.5) -> tuple[int | None, int | None]:
@@ -626,7 +664,7 @@ async def _measure(
         spec = LEARNERS[learner]
         for d in spec.dims(config):
             plan = _plan(config, learner, d)
-            if plan is not None and plan > config.simulate_users_max:
+            if plan is not None and plan > config.simulate_users_max and not per_seed[config.seed].by_law(learner, d):
                 bound, source = spec.bound(config, d)
                 planned.append({"learner": learner, "family": spec.family, "model": spec.model, "d": d, "planned": plan, "bound": bound, "bound_source": source})
                 say(f"{learner:>14} d={d:<4} planned {plan:>13,} users (not simulated: plan > simulate_users_max)")
@@ -733,6 +771,7 @@ def summary_rows(result: dict[str, Any]) -> tuple[tuple[str, ...], ...]:
         else:
             users = f"{e['users_needed']:,}"
         source = "planned" if e["source"] == "planned" else f"{len(e['seeds'])} seed(s)" if e["seeds"] else "simulated"
+        source += ", law" if e.get("simulation") == "law" else ""
         ratio = f"{e['users_needed'] / e['bound']:.3f}" if e["users_needed"] and e.get("bound") else "—"
         rows.append(("" if family == previous else family, e["learner"], MODEL_SHORT.get(e["model"], e["model"]), str(e["d"]), users, source, ratio))
         previous = family

@@ -92,7 +92,9 @@ def _draw_simulated(ax: Any, sim: list[dict[str, Any]], style: tuple[str, str, s
     n = np.array([e["users_needed"] for e in sim], dtype=float)
     low = np.array([e["users_min"] or e["users_needed"] for e in sim], dtype=float)
     high = np.array([e["users_max"] or e["users_needed"] for e in sim], dtype=float)
-    ax.errorbar([e["d"] for e in sim], n, yerr=[n - low, high - n], color=color, marker=marker, capsize=3, label=f"{label} (simulated)")
+    law = [e["d"] for e in sim if e.get("simulation") == "law"]
+    how = f"simulated; from d = {min(law)} at its sufficient statistic" if law else "simulated"
+    ax.errorbar([e["d"] for e in sim], n, yerr=[n - low, high - n], color=color, marker=marker, capsize=3, label=f"{label} ({how})")
 
 
 def _draw_planned(ax: Any, joined: list[dict[str, Any]], planned: int, style: tuple[str, str, str]) -> None:

@@ -65,7 +65,7 @@ def growth(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
 
     loglog, loglog_r2 = fit(np.log(d), np.log(n))
     loglin, loglin_r2 = fit(d, np.log2(n))
-    sources = sorted({r.get("source", "simulated") for r in rows if r["users_needed"] is not None})
+    sources = sorted({"law" if r.get("simulation") == "law" else r.get("source", "simulated") for r in rows if r["users_needed"] is not None})
     return {"d": [int(v) for v in d], "loglog_slope": loglog, "loglog_r2": loglog_r2, "log2_per_d": loglin, "log2_per_d_r2": loglin_r2, "sources": sources}
 
 
@@ -99,6 +99,8 @@ def _simulated_entry(learner: str, d: int, sims: list[dict[str, Any]]) -> dict[s
         "model": first["model"],
         "d": d,
         "source": "simulated",
+        # "law": drawn at the learner's sufficient statistic (ldp.learners.masked_parity_law), not through the protocol
+        "simulation": "law" if any(r.get("simulation") == "law" for r in sims) else first.get("simulation", "protocol"),
         "seeds": [r.get("seed") for r in sims],
         "users_needed": None if failed else int(np.median(ok)),
         "users_min": min(ok) if ok else None,
@@ -197,9 +199,10 @@ def _cell(e: dict[str, Any] | None, cap: int) -> str:
         return f"≈ {e['users_needed']:,} (planned)"
     if e["users_needed"] is None:
         return f"> {e['failed_at'] or cap:,} (fails at the cap)"
+    law = " (law)" if e.get("simulation") == "law" else ""
     if len(e["seeds"]) > 1:
-        return f"{e['users_needed']:,} [{e['users_min']:,}–{e['users_max']:,}]"
-    return f"{e['users_needed']:,}"
+        return f"{e['users_needed']:,} [{e['users_min']:,}–{e['users_max']:,}]{law}"
+    return f"{e['users_needed']:,}{law}"
 
 
 def _headline(result: dict[str, Any]) -> str:
@@ -228,6 +231,7 @@ def _per_seed(result: dict[str, Any]) -> str:
     for r in result["rows"]:
         bound = f"{r['bound']:,} ({r['bound_source']})" if r.get("bound") else "—"
         needed = _n(r["users_needed"]) if r["users_needed"] is not None else f"> {c['cap']:,}"
+        needed += " (law)" if r.get("simulation") == "law" else ""
         success = _fmt_success(r) if r.get("ci") else _point_rule(c, r["trials"])
         rows.append((r["family"], r["learner"], r["d"], r.get("seed", "—"), needed, _n(r.get("last_failing")), success,
                      _fmt_success(r.get("below")), _n(r.get("planned")), bound))
@@ -308,7 +312,9 @@ def markdown_table(result: dict[str, Any]) -> str:
         lines += [
             "MASKED-PARITY: simulated cells are the median [min–max] of the seeds' users needed; \"≈ n (planned)\" cells are the "
             f"learner's analytic plan for predicted success {1 - c['beta']:g} (not simulated: its planned users exceed "
-            f"simulate_users_max = {c['simulate_users_max']:,}). \"any LNI ≥\" are lower bounds for every non-interactive protocol at "
+            f"simulate_users_max = {c['simulate_users_max']:,}); \"(law)\" cells are simulated at the learner's sufficient statistic, each "
+            "trial's counts of 1-reports drawn from their exact law (ldp.learners.masked_parity_law: the protocol's output law, "
+            f"not the protocol; its plan exceeds protocol_users_max = {c.get('protocol_users_max', 2**40):,}). \"any LNI ≥\" are lower bounds for every non-interactive protocol at "
             f"β = {c['beta']} (docs/theorem51.md): Bretagnolle–Huber 4·2^d·ln(1/(4β))/(e^ε−1)², binary-KL 4·2^d·kl(β‖1−β)/(e^ε−1)², "
             "and binary KL with the per-user TV budget 2(e^ε+1)·2^d·kl(β‖1−β)/(e^ε−1)². The last column divides the TV bound by the "
             "most users the strongest interactive learner needed over its seeds: above 1, no one-round protocol can do what the "

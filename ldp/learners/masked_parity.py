@@ -87,6 +87,8 @@ __all__ = [
     "LNIPlan",
     "lni_plan",
     "lni_success",
+    "lni_estimate_r",
+    "lni_result",
     "best_group_size",
     "lni_users_for",
     "li_lemma43_users",
@@ -395,30 +397,45 @@ async def learn_masked_parity_lni(
     session = Session(lr, SessionKind.NON_INTERACTIVE, name=name)
     reports = await session.round(requests)  # every query fixed before any reply: data-independent
     bits = np.array([_rr_mean(rep.values, epsilon) for rep in reports[:d]])
-    r = (bits > 1.0 / (4 * d)).astype(np.int64)
+    r = lni_estimate_r(bits)
     c = int(bits_to_int(r))  # the candidate whose user_parity group asked about this r
     bounds = user_parity_groups(plan.a_users, 2**d)
     group = _group_values(reports[d], start + int(bounds[c]), start + int(bounds[c + 1])) if plan.a_users else np.zeros(0)
-    a_est: float | None = None
-    if len(group):
-        a_est = _rr_mean(group, epsilon)
-        a, how = int(a_est > 0.25), "group"
+    return lni_result(plan, bits, r, len(group), _rr_mean(group, epsilon) if len(group) else None, epsilon, rng)
+
+
+def lni_estimate_r(bit_estimates: np.ndarray) -> np.ndarray:
+    """r_j = 1[estimate of E[g_j] > 1/(4d)] (E[g_j] = r_j/(2d)): the fair learner's bit decisions."""
+    bit_estimates = np.asarray(bit_estimates, dtype=np.float64)
+    return (bit_estimates > 1.0 / (4 * len(bit_estimates))).astype(np.int64)
+
+
+def lni_result(
+    plan: LNIPlan, bits: np.ndarray, r: np.ndarray, group_size: int, a_estimate: float | None, epsilon: float, rng: np.random.Generator
+) -> LearnerResult:
+    """The fair one-round learner's hypothesis from what it read: r (``lni_estimate_r`` of the bit
+    estimates ``bits``) and a = 1[estimate of E[g_d] > 1/4] over the ``group_size`` users of r's
+    a-group, or a coin from ``rng`` when that group is empty (``a_estimate`` None). Shared by the
+    protocol (``learn_masked_parity_lni``) and its twin at the sufficient statistic
+    (``ldp.learners.masked_parity_law``), so both decide by one rule."""
+    if group_size:
+        a, how = int(float(a_estimate) > 0.25), "group"  # type: ignore[arg-type]
     else:
         a, how = int(rng.integers(0, 2)), "coin"  # fewer users than candidates: no one was asked about r
     return LearnerResult(
         _concept(r, a),
         users=plan.users,
         rounds=1,
-        queries=d + 2**d,
+        queries=plan.d + 2**plan.d,
         epsilon=float(epsilon),
         details={
             "m_bit": plan.m_bit,
             "a_users": plan.a_users,
-            "group_size": int(len(group)),
+            "group_size": int(group_size),
             "predicted_success": plan.predicted_success,
             "a_from": how,
-            "a_estimate": a_est,
-            "bit_estimates": bits.tolist(),
+            "a_estimate": None if not group_size else float(a_estimate),  # type: ignore[arg-type]
+            "bit_estimates": np.asarray(bits, dtype=np.float64).tolist(),
         },
         algorithm="masked-parity-LNI",
         model="local-non-interactive",

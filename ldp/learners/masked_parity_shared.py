@@ -61,7 +61,16 @@ from ldp.local.messages import SessionKind
 from ldp.local.oracle import LROracle
 from ldp.local.session import Request, Session
 
-__all__ = ["shared_query", "SharedPlan", "shared_success", "shared_plan", "shared_users_for", "learn_masked_parity_lni_shared"]
+__all__ = [
+    "shared_query",
+    "SharedPlan",
+    "shared_success",
+    "shared_plan",
+    "shared_users_for",
+    "learn_masked_parity_lni_shared",
+    "shared_estimate_r",
+    "shared_result",
+]
 
 
 def _check_d(d: int) -> int:
@@ -190,45 +199,66 @@ async def learn_masked_parity_lni_shared(
     ]
     session = Session(lr, SessionKind.NON_INTERACTIVE, name=name)
     reports = await session.round(requests)  # every query fixed before any reply: data-independent
-    p, q = _rr(epsilon)
     counts = np.array([int(np.count_nonzero(np.asarray(rep.values))) for rep in reports], dtype=np.int64)
     answered = np.array([len(rep.values) for rep in reports], dtype=np.int64)
-    # Centred at ½ per answer (the rate of a report is q + (p − q)(½ + ⟨v, s⟩/(4d)) outside the
-    # target's block): with complete groups answered @ design is 0 and X_j is the integer Σ v T.
-    correlations = counts @ design - 0.5 * (answered @ design)
-    r = (correlations < 0).astype(np.int64)
-    c = int(bits_to_int(r))
+    correlations, r = shared_estimate_r(counts, answered, design)
     bounds = user_parity_groups(total, 2**d)
+    c = int(bits_to_int(r))
     lo, hi = first_user + int(bounds[c]), first_user + int(bounds[c + 1])
-    s_hat = 1 - 2 * r
     ones = 0
-    block = 0
-    midpoint = 0.0
+    sizes = np.zeros(k_groups, dtype=np.int64)
     for k, rep in enumerate(reports):
         ids = rep.answered_users
         inside = (ids >= lo) & (ids < hi)
-        size = int(np.count_nonzero(inside))
+        sizes[k] = int(np.count_nonzero(inside))
         ones += int(np.count_nonzero(np.asarray(rep.values)[inside]))
-        block += size
+    return shared_result(plan, design, correlations, r, sizes, ones, epsilon, rng)
+
+
+def shared_estimate_r(counts: np.ndarray, answered: np.ndarray, design: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(X, r): X_j = Σ_k v^{(k)}_j (T_k − ½N_k) from the 1-reports T_k of the N_k answers of design
+    group k, and r_j = 1[X_j < 0].
+
+    Centred at ½ per answer (the rate of a report is q + (p − q)(½ + ⟨v, s⟩/(4d)) outside the
+    target's block): with complete groups ``answered @ design`` is 0 and X_j is the integer Σ v T."""
+    correlations = np.asarray(counts, dtype=np.int64) @ design - 0.5 * (np.asarray(answered, dtype=np.int64) @ design)
+    return correlations, (correlations < 0).astype(np.int64)
+
+
+def shared_result(
+    plan: SharedPlan, design: np.ndarray, correlations: np.ndarray, r: np.ndarray, block_sizes: np.ndarray, ones: int, epsilon: float, rng: np.random.Generator
+) -> LearnerResult:
+    """The shared learner's hypothesis from what it read: r, and a = 1[ones > midpoint] from the
+    ``ones`` 1-reports of the estimated r's block (``block_sizes[k]`` of its users in design group
+    k), the midpoint being Σ_k block_sizes[k]·(q + (p − q)(½ + ⟨v^{(k)}, ŝ⟩/(4d))) — halfway
+    between the block's expected 1-reports under a = 0 and a = 1 given ŝ = (−1)^{r̂}; a coin from
+    ``rng`` for an empty block. Shared by the protocol (``learn_masked_parity_lni_shared``) and its
+    twin at the sufficient statistic (``ldp.learners.masked_parity_law``): one rule for both."""
+    d = plan.d
+    p, q = _rr(epsilon)
+    s_hat = 1 - 2 * np.asarray(r, dtype=np.int64)
+    midpoint = 0.0
+    for k, size in enumerate(np.asarray(block_sizes, dtype=np.int64).tolist()):
         # E[g] in the block = ¼ + a/2 + ⟨v, s⟩/(4d): the midpoint of a = 0 and a = 1 is ½ + ⟨v, ŝ⟩/(4d)
         midpoint += size * (q + (p - q) * (0.5 + float(design[k] @ s_hat) / (4 * d)))
+    block = int(np.sum(block_sizes))
     if block:
         a, how = int(ones > midpoint), "block"
     else:
         a, how = int(rng.integers(0, 2)), "coin"  # fewer users than candidates: no one was asked about r̂
     return LearnerResult(
         MaskedParityConcept(tuple(int(v) for v in r), a),
-        users=total,
+        users=plan.users,
         rounds=1,
-        queries=k_groups,
+        queries=plan.groups,
         epsilon=float(epsilon),
         details={
-            "groups": k_groups,
+            "groups": plan.groups,
             "m": plan.m,
             "predicted_success": plan.predicted_success,
-            "correlations": correlations.tolist(),
+            "correlations": np.asarray(correlations).tolist(),
             "block_size": block,
-            "block_ones": ones,
+            "block_ones": int(ones),
             "block_midpoint": midpoint,
             "a_from": how,
         },

@@ -7,7 +7,9 @@ the headline are the formulas'; the first proven d is where the bound overtakes 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -70,6 +72,38 @@ async def test_learners_above_simulate_users_max_are_planned_and_marked(tmp_path
     assert "(planned)" in result["table"] and (tmp_path / "summary.csv").read_text().count(",4,planned,") == 2
     (corr,) = result["rows"]
     assert corr["users_needed"] > corr["last_failing"] and corr["successes"] >= 59  # 60 trials: only 60/60 passes
+
+
+async def test_one_round_learners_past_protocol_users_max_are_drawn_from_their_law_and_marked(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """d = 4 with protocol_users_max = 3,000 and a cap of 4,000: the fair LNI (plan 6,840) draws
+    its counts from their exact law (no oracle is opened for it) and is searched past the cap (no
+    process holds its users); the correlation learner (plan ≈ 1,561) runs the protocol, one
+    oracle per trial. The table and the per-seed rows mark the law cell "(law)". ``evaluate_cell``
+    runs the law cell through the protocol unless asked for the law."""
+    opened: list[int] = []
+
+    @contextlib.asynccontextmanager
+    async def factory(spec):  # type: ignore[no-untyped-def]
+        opened.append(spec.size)
+        async with sep.in_process_oracle(spec) as lr:
+            yield lr
+
+    config = sep.Config(trials=60, seed_count=1, masked_d=(4,), learners=("LI-corr", "LNI"), protocol_users_max=3_000, cap=4_000, curve_users=(),
+                        point_bits=(), central_parity_d=(), occam_d=(), local_parity_d=(), out=str(tmp_path))  # fmt: skip
+    result = await sep.run(config, factory)
+    rows = {r["learner"]: r for r in result["rows"]}
+    assert rows["LNI"]["simulation"] == "law" and rows["LI-corr"]["simulation"] == "protocol"
+    assert rows["LNI"]["users_needed"] > config.cap >= max(opened)
+    assert len(opened) == sum(e["trials"] for e in rows["LI-corr"]["evaluations"])  # every oracle opened was LI-corr's
+    lni = next(e for e in result["summary"] if e["learner"] == "LNI")
+    assert lni["simulation"] == "law" and f"{rows['LNI']['users_needed']:,} (law)" in result["table"]
+    assert f"{rows['LI-corr']['users_needed']:,} (law)" not in result["table"]
+    opened.clear()
+    cell = await sep.evaluate_cell(replace(config, trials=5), factory, "LNI", 4, 3_500)
+    assert cell["trials"] == 5 and opened == [3_500] * 5
+    opened.clear()
+    await sep.evaluate_cell(replace(config, trials=5), factory, "LNI", 4, 3_500, law=True)
+    assert opened == []
 
 
 def _bh(d: int) -> int:
