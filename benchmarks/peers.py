@@ -92,13 +92,13 @@ def ldp_oracle(oracle: str, k: int, eps: float) -> Any:
 
 def ldp_counts(R: Any, inputs: np.ndarray, seed: int, trial: int) -> np.ndarray:
     """Support counts from every user's report, in batches of users (a unary report is k bits)."""
-    from ldp.core.frequency_oracles import FrequencyOracle, SubsetSelection
+    from ldp.core.frequency_oracles import FrequencyOracle
     from ldp.core.rng import RandomSource
 
     n, k = len(inputs), R.k
     batch = n
     if isinstance(R, FrequencyOracle) and R.report_columns and R.report_columns > 8:  # k-bit reports (and SS's k-entry shuffle)
-        batch = max(256, (1 << 25) // k) if isinstance(R, SubsetSelection) else max(1024, (1 << 25) // max(1, k // 8))
+        batch = max(1024, (1 << 25) // max(1, k // 8))  # the packed reports' memory (Subset Selection blocks its own work)
     counts = np.zeros(k, dtype=np.int64)
     source = RandomSource(seed)
     for lo in range(0, n, batch):

@@ -7,16 +7,18 @@ Apple, "Learning with Privacy at Scale", 2017), on the Zipf(1.1) population of `
 (``peers.truth_counts``). pure-LDP's ``apple_cms`` runs in .venv-peers (built by ``make bench-peers``)
 when it is there, side by side, with the same K and m.
 
-- users/s: users / (client + sketch-building CPU time, ``time.process_time``) on the row's n: what
-  each user's report costs, client and server together. ldp's sketch build is timed as
-  ``estimate_counts`` of one candidate (the build dominates it); pure-LDP's as its per-report
-  ``aggregate``. The build has a part fixed in n (HCMS transforms every used row: O(K·m log m)),
-  so users/s grow with n.
-- µs/candidate: the server's cost of one more candidate's estimate once the sketch is built (K table
-  lookups; pure-LDP: K Python hash calls, and its HCMS transform of the K × m matrix, paid once
-  and counted in its first candidate).
-- all-k time ÷: pure-LDP's CPU time over ldp's for n users and an estimate of all k values,
-  computed from the measured rates (n/users/s + k·µs/candidate): what ``make bench-peers`` measures.
+- users/s: users / (client + server CPU time for one candidate's count, ``time.process_time``) on
+  the row's n: what each user's report costs, client and server together. ldp's server is
+  ``estimate_counts`` of one candidate (``method="auto"``: for a few candidates it sums each
+  report's entry, with no sketch built); pure-LDP's is its per-report ``aggregate``, which builds
+  the sketch.
+- µs/candidate: ldp: the server's CPU time for all k candidates, divided by k (``"auto"``: the
+  reports for a few, the rows of the sketch for many; at k = 2^16 the rows path, timed on 1,024
+  candidates on top of its build); pure-LDP: the cost of one more candidate once its sketch is
+  built (K Python hash calls; its HCMS transform of the K × m matrix is paid once and counted in
+  its first candidate).
+- all-k time ÷: pure-LDP's CPU time over ldp's for n users and an estimate of all k values: ldp's
+  measured (client + server for all k), pure-LDP's from its rates (n/users/s + k·µs/candidate).
 - MSE ÷ theory: the mean over trials and candidates of (N̂ − N)², divided by the mean over the
   same candidates of the exact variance ``count_variance`` (ldp: realized c, a fresh public hash
   family every trial; pure-LDP: the paper's c_ε, its one fixed family, whose extra collision term is
@@ -80,8 +82,9 @@ def exact_theory(proto: str, counts: np.ndarray, eps: float, hashes: int, width:
 
 def run_ldp(proto: str, k: int, eps: float, n: int, hashes: int, width: int, budget_s: float, limit: int) -> dict[str, Any]:
     """Trials at the row's n until ``budget_s`` CPU seconds are spent (at least one): a fresh public
-    hash family and fresh user draws each. The first trial also times the sketch build alone and
-    ≥ 1,024 candidate estimates on top of it."""
+    hash family and fresh user draws each. The first trial also times one candidate's count and
+    the estimate of all k values (at k > ``limit``: the rows path's build and 1,024 candidates on
+    top of it, extrapolated to k)."""
     from ldp.core.rng import RandomSource
     from ldp.core.sketches import CountMeanSketch, HadamardCountMeanSketch
 
@@ -92,7 +95,7 @@ def run_ldp(proto: str, k: int, eps: float, n: int, hashes: int, width: int, bud
     theory = float(np.mean(exact_theory(proto, counts, eps, hashes, width)[cand]))
     errors: list[np.ndarray] = []
     seconds, trials = 0.0, 0
-    users_per_s = per_cand = math.nan
+    users_per_s = per_cand = all_k_s = math.nan
     while trials < 50 and (trials == 0 or seconds < budget_s):
         R = cls(eps, cats, hashes=hashes, width=width, hash_seed=trials + 1)
         R.tables  # noqa: B018  (public setup, once per deployment: not timed)
@@ -100,21 +103,31 @@ def run_ldp(proto: str, k: int, eps: float, n: int, hashes: int, width: int, bud
         t = time.process_time()
         reports = R.sample(inputs, RandomSource(1).for_request("bench", trials, np.arange(n)))
         client = time.process_time() - t
-        if trials == 0:  # the build (one candidate), then ≥ 1,024 candidates on top of it
+        if trials == 0:  # one candidate's count, then every value's
             t = time.process_time()
             R.estimate_counts(reports, cand[:1].astype(np.float64))
-            build = time.process_time() - t
-            many = np.tile(cand, -(-1024 // len(cand))).astype(np.float64)
-            t = time.process_time()
-            R.estimate_counts(reports, many)
-            per_cand = max(0.0, time.process_time() - t - build) / len(many) * 1e6
-            users_per_s = n / (client + build)
+            users_per_s = n / (client + time.process_time() - t)
+            if k <= limit:
+                t = time.process_time()
+                R.estimate_counts(reports, np.arange(k, dtype=np.float64))
+                all_k = time.process_time() - t
+            else:  # 2^16 values: the rows path (what "auto" takes there), its build and 1,024 lookups extrapolated
+                t = time.process_time()
+                R.estimate_counts(reports, cand[:1].astype(np.float64), method="rows")
+                build = time.process_time() - t
+                many = np.tile(cand, -(-1024 // len(cand))).astype(np.float64)
+                t = time.process_time()
+                R.estimate_counts(reports, many, method="rows")
+                all_k = build + max(0.0, time.process_time() - t - build) / len(many) * k
+            per_cand = all_k / k * 1e6
+            all_k_s = client + all_k
         t = time.process_time()
         est = R.estimate_counts(reports, cand.astype(np.float64))
         seconds += client + time.process_time() - t
         errors.append((est - counts[cand]) ** 2)
         trials += 1
-    return dict(users_per_s=users_per_s, us_per_candidate=per_cand, sq_errors=np.concatenate(errors).tolist(), theory=theory, trials=trials, n_run=n, candidates=len(cand))
+    return dict(users_per_s=users_per_s, us_per_candidate=per_cand, all_k_s=all_k_s, sq_errors=np.concatenate(errors).tolist(), theory=theory, trials=trials, n_run=n,
+                candidates=len(cand))
 
 
 # --- pure-LDP (runs in .venv-peers) ---
@@ -175,7 +188,7 @@ def _ratio(sq_errors: list[float], var: float) -> tuple[float, float]:
 
 
 def end_to_end(users_per_s: float, us_per_candidate: float, n: int, k: int) -> float:
-    """CPU seconds for n users and an estimate of all k values, from the measured rates."""
+    """pure-LDP's CPU seconds for n users and an estimate of all k values, from its measured rates."""
     return n / users_per_s + k * us_per_candidate * 1e-6
 
 
@@ -230,7 +243,7 @@ def main(argv: list[str] | None = None) -> None:
                         cand = _candidates(k, args.peer_candidates)
                         var = float(np.mean(exact_theory(p, truth_counts(k, r["n_run"]), e, args.hashes, args.width, c_nominal)[cand]))
                         pm, ps = _ratio(r["sq_errors"], var)
-                        speedup = end_to_end(r["users_per_s"], r["us_per_candidate"], n, k) / end_to_end(ours["users_per_s"], ours["us_per_candidate"], n, k)
+                        speedup = end_to_end(r["users_per_s"], r["us_per_candidate"], n, k) / ours["all_k_s"]
                         row.update(
                             peer_users_per_s=r["users_per_s"], peer_us_per_candidate=r["us_per_candidate"], peer_mse_over_theory=pm, peer_se=ps,
                             peer_n_run=r["n_run"], speedup_all_k=speedup,

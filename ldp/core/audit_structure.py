@@ -20,9 +20,18 @@ import numpy as np
 
 from ldp.core.audit import ExactAudit, FixedRandomness, exp_bounds, log_ratio, verify_exact
 from ldp.core.errors import ParameterError
-from ldp.core.frequency_oracles import FrequencyOracle, HadamardResponse, OptimizedLocalHashing, SubsetSelection, UnaryEncoding, unary_word, unary_word_draws
+from ldp.core.frequency_oracles import (
+    FrequencyOracle,
+    HadamardResponse,
+    OptimizedLocalHashing,
+    SubsetSelection,
+    UnaryEncoding,
+    subset_virtual_draw,
+    unary_word,
+    unary_word_draws,
+)
 from ldp.core.randomizer_base import TWO64, Randomizer, row_indices, rr_draw
-from ldp.core.rng import Draws
+from ldp.core.rng import HIGH_HALF, Draws
 from ldp.core.rr_mechanisms import KaryRandomizedResponse
 
 __all__ = ["Enumerated", "enumerated", "structure_probe", "verify_structure"]
@@ -41,6 +50,22 @@ class _VirtualRandomness:
 
     def bits(self, draw: int = 0) -> np.ndarray:
         return unary_word(draw, self.k, self.b, lambda j: self.virtual.bits(j) >> np.uint64(64 - self.b))
+
+    def uniform(self, draw: int = 0) -> np.ndarray:  # pragma: no cover - the samplers read bits only
+        raise NotImplementedError
+
+
+class _SubsetVirtualRandomness:
+    """Subset Selection on the audit's terms: virtual draw 2 + s is pick s, read by the sampler as
+    one half of an AES block (``subset_virtual_draw``); the cells of every virtual draw are
+    ``SubsetSelection.draw_cells``'."""
+
+    def __init__(self, virtual: Draws) -> None:
+        self.virtual = virtual
+        self.users = virtual.users
+
+    def bits(self, draw: int = 0) -> np.ndarray:
+        return self.virtual.bits(subset_virtual_draw(draw))
 
     def uniform(self, draw: int = 0) -> np.ndarray:  # pragma: no cover - the samplers read bits only
         raise NotImplementedError
@@ -83,6 +108,8 @@ class Enumerated(Randomizer):
         R = self.inner
         if isinstance(R, UnaryEncoding):
             randomness = _VirtualRandomness(randomness, R.chunk_bits, R.k)
+        elif isinstance(R, SubsetSelection):
+            randomness = _SubsetVirtualRandomness(randomness)
         return self._index_of(R.sample(inputs, randomness))
 
     def log_prob(self, u: np.ndarray | float, w: np.ndarray | float) -> np.ndarray:
@@ -111,7 +138,7 @@ class Enumerated(Randomizer):
                 masses[i] = [0] * len(rows)
                 for key, mass in R.ordered_masses(int(x)).items():
                     masses[i, keys[key]] = mass
-            return self.output_domain(), masses, 1 << (64 * (R.subset_size + 1))
+            return self.output_domain(), masses, 1 << (64 * (R.subset_size + 2))
         assert isinstance(R, OptimizedLocalHashing)
         a, b_ = R.cell_sizes
         seed_mass = 1 << (64 - R.m)  # each hash row: one of 2^m equal intervals of its draw
@@ -205,32 +232,41 @@ def _probe_olh(R: OptimizedLocalHashing, rng: np.random.Generator, x: np.ndarray
     return ""
 
 
-def _subset_reference(R: SubsetSelection, x_i: int, coin: int, shuffle: list[int]) -> np.ndarray:
-    """The subset Subset Selection must report, by its definition: the input iff the coin is
-    inside, and the rest from a partial Fisher–Yates shuffle of the other categories."""
+def _subset_reference(R: SubsetSelection, x_i: int, coin: int, back: int, picks: list[int]) -> np.ndarray:
+    """The subset Subset Selection must report, by its definition: Floyd's algorithm over the
+    k − 1 other categories with these pick words, then, iff the coin is inside, the pick ``back``
+    selects given back and the input added."""
     d, k = R.subset_size, R.k
-    inside = coin < R.cell_sizes[0]
-    order = [c for c in range(k) if c != x_i]
+    others = [c for c in range(k) if c != x_i]
+    taken: list[int] = []
     for s in range(d):
-        pos = s + (shuffle[s] * (k - 1 - s) >> 64)
-        order[s], order[pos] = order[pos], order[s]
+        j = k - 1 - d + s
+        r = picks[s] * (j + 1) >> 64
+        taken.append(j if r in taken else r)
+    inside = coin < R.cell_sizes[0]
+    if inside:
+        del taken[back * d >> 64]
     want = np.zeros(k, dtype=bool)
-    want[order[: d - 1 if inside else d]] = True
+    want[[others[o] for o in taken]] = True
     want[x_i] = inside
     return want
 
 
 def _probe_subset(R: SubsetSelection, rng: np.random.Generator, x: np.ndarray, inputs: np.ndarray) -> str:
-    """A few users (a reference shuffle each, in Python), half with the coin at its boundary."""
+    """A few users (a reference Floyd each, in Python), half with the coin at its boundary; the
+    picks read where the sampler reads them (both halves of the blocks from draw 2 on)."""
     d = R.subset_size
     users = min(len(x), 16)
-    bits = {i: _random_words(rng, users) for i in range(d + 1)}
+    picks = [_random_words(rng, users) for _ in range(d)]
+    bits = {0: _random_words(rng, users), 1: _random_words(rng, users)}
     bits[0][: users // 2] = np.uint64(R.cell_sizes[0]) - rng.integers(0, 2, users // 2, dtype=np.uint64)
+    for s, word in enumerate(picks):
+        bits[2 + s // 2 + (HIGH_HALF if s % 2 else 0)] = word
     got = np.unpackbits(R.sample(inputs[:users], FixedRandomness(bits, users)), axis=1, count=R.k).astype(bool)
     for i in range(users):
-        want = _subset_reference(R, int(x[i]), int(bits[0][i]), [int(bits[1 + s][i]) for s in range(d)])
+        want = _subset_reference(R, int(x[i]), int(bits[0][i]), int(bits[1][i]), [int(p[i]) for p in picks])
         if not np.array_equal(got[i], want):
-            return "the sampler's subset is not the coin plus the partial Fisher–Yates shuffle of its draws"
+            return "the sampler's subset is not the coin plus Floyd's algorithm on its draws (and the give-back)"
     return ""
 
 
@@ -265,10 +301,10 @@ def verify_structure(R: FrequencyOracle) -> ExactAudit:
     if isinstance(R, HadamardResponse):
         return verify_exact(R)
     if isinstance(R, SubsetSelection):
-        # the proven bound, in exact arithmetic: (A_in/A_out)(k − d)/d · ((2^64 + k)/(2^64 − k))^{2d}
+        # the proven bound, in exact arithmetic: (A_in/A_out)(k − d)/d · ((2^64 + k)/(2^64 − k))^{2(d + 1)}
         a_in, a_out = R.cell_sizes
         d = R.subset_size
-        ratio = Fraction(a_in * (R.k - d), a_out * d) * Fraction(TWO64 + R.k, TWO64 - R.k) ** (2 * d)
+        ratio = Fraction(a_in * (R.k - d), a_out * d) * Fraction(TWO64 + R.k, TWO64 - R.k) ** (2 * (d + 1))
         problem = structure_probe(R)
         return ExactAudit(
             R.epsilon, log_ratio(ratio), (0.0, 1.0, 0.0), f"by structure: subset selection (d = {d}), proven bound in exact arithmetic",

@@ -94,7 +94,20 @@ import numpy as np
 from ldp.core.errors import ParameterError, require_epsilon
 from ldp.core.fourier import walsh_hadamard
 from ldp.core.queries import Query
-from ldp.core.randomizer_base import SAMPLER_BLOCK, TWO64, Randomizer, SpecView, ceil_share, check_params, register_randomizer, rr_cells, rr_draw, uniform_index
+from ldp.core.randomizer_base import (
+    SAMPLER_BLOCK,
+    TWO64,
+    Randomizer,
+    SpecView,
+    ceil_share,
+    check_params,
+    register_randomizer,
+    rr_cells,
+    rr_draw,
+    uniform_index,
+    uniform_index_masses,
+    uniform_index_starts,
+)
 from ldp.core.rng import HIGH_HALF, Draws, block_pairs, draw_blocks
 from ldp.core.rr_mechanisms import KaryRandomizedResponse, category_index
 
@@ -345,6 +358,12 @@ class UnaryEncoding(FrequencyOracle):
         return self.chunk_bits
 
 
+_SS_GROUPED = 10  # Subset Selection groups its users by give-back and input above this many picks
+# Subset Selection's blocks of users: 2^23 membership bytes (users × k), within 2^10 … 2^15 users
+# (measured best on the 2-core box: 2^15 users at k = 16, 2^13 at k = 1,024, ≥ 2^10 at k = 2^16,
+# where fewer users per step leave the numpy calls' overhead to a few)
+_SS_BLOCK_BYTES = 1 << 23
+_SS_BLOCK_USERS = (1 << 10, 1 << 15)
 _UNARY_BLOCK = 1 << 18  # first bytes per row block of ``unary_coins`` (users × bits): 256 KiB, in L2 (measured best of 2^18–2^22)
 
 
@@ -937,19 +956,26 @@ class SubsetSelection(FrequencyOracle):
     """Subset Selection (Wang, Wu & Hu 2016; Ye & Barg 2018), exact on integer cells.
 
     A report is a d-subset S of the k categories, d = max(1, round(k/(e^ε + 1))) (``subset_size``):
-    Pr[S | x] ∝ e^ε if x ∈ S else 1. One draw decides "x ∈ S" (X0 < A_in, ``_ss_cells``), then the
-    other t = d − 1 (or d) members are a partial Fisher–Yates shuffle of the k − 1 other categories
-    in order: step s swaps position s with s + ⌊X_{1+s}·m_s/2^64⌋, m_s = k − 1 − s (exact 64×32-bit
-    multiply-high). Reports: the k bits of S, packed (as the unary encodings).
+    Pr[S | x] ∝ e^ε if x ∈ S else 1. Draw 0 decides "x ∈ S" (X0 < A_in, ``_ss_cells``). The k − 1
+    other categories, numbered o = 0 … k − 2 in order (category o + 1[o ≥ x]), give a uniform
+    d-subset T by Floyd's algorithm: step s = 0 … d − 1 draws r = ⌊X·m_s/2^64⌋ uniform on
+    [0, j], j = k − 1 − d + s, m_s = j + 1 (exact 64×32-bit multiply-high, ``uniform_index``), and
+    inserts j if r is already in T, else r. The picks' words are both halves of the AES blocks
+    from draw 2 on (``draw_blocks``: pick s is half s mod 2 of block 2 + ⌊s/2⌋). If x ∈ S, the
+    user gives back pick g = ⌊X1·d/2^64⌋ (draw 1) — a uniform element of a uniform d-subset leaves
+    a uniform (d − 1)-subset — and adds x. Every step's modulus is fixed in advance (none depends
+    on draw 0), so the audit's cells are. Reports: the k bits of S, packed (as the unary encodings).
 
-    Exactness (with slack, like ``discrete_laplace``). Step s's cells have sizes ⌊2^64/m_s⌋ or
-    ⌈2^64/m_s⌉, within a factor (1 ± m_s/2^64) of uniform; a set's probability is a sum over its
-    orderings, so every realized subset probability is within ((1 + k/2^64)/(1 − k/2^64))^d of
-    the ideal uniform one, on either side. The ideal ratio is (A_in/A_out)·(k − d)/d ≤ e^{ε(1−η)},
-    so the realized loss is ≤ ε(1 − η) + 2d·ln((1 + k/2^64)/(1 − k/2^64)) ≤ ε, which
-    ``__post_init__`` checks (it refuses ε below ≈ 2^52·d·k/2^64, where the pick cells' rounding
-    would not fit in εη). ``verify_structure`` computes that bound in exact arithmetic;
-    ``enumerated`` audits small k exactly, every report and cell.
+    Exactness (with slack, like ``discrete_laplace``). Each of the d + 1 uniform draws' cells has
+    size ⌊2^64/m⌋ or ⌈2^64/m⌉ (m ≤ k), within a factor (1 ± k/2^64) of uniform; a set's
+    probability is a sum over the draw sequences that give it, each within
+    ((1 + k/2^64)/(1 − k/2^64))^{d+1} of its ideal share, so every realized subset probability is
+    within that factor of the ideal uniform one, on either side. The ideal ratio is
+    (A_in/A_out)·(k − d)/d ≤ e^{ε(1−η)}, so the realized loss is
+    ≤ ε(1 − η) + 2(d + 1)·ln((1 + k/2^64)/(1 − k/2^64)) ≤ ε, which ``__post_init__`` checks (it
+    refuses ε below ≈ 2^52·d·k/2^64, where the cells' rounding would not fit in εη).
+    ``verify_structure`` computes that bound in exact arithmetic; ``enumerated`` audits small k
+    exactly, every report and cell.
     Estimator: p* = A_in/2^64, q* = (A_in(d − 1) + A_out·d)/(2^64(k − 1)) (uniform picks; the pick
     cells' rounding biases f̂ by at most ≈ 2dk/2^64 relative).
     """
@@ -980,10 +1006,10 @@ class SubsetSelection(FrequencyOracle):
         return _ss_cells(self.epsilon, self.k, self.subset_size)
 
     def loss_bound(self) -> float:
-        """The proven bound on the realized loss: ln((A_in/A_out)(k − d)/d) + 2d·ln((2^64 + k)/(2^64 − k))."""
+        """The proven bound on the realized loss: ln((A_in/A_out)(k − d)/d) + 2(d + 1)·ln((2^64 + k)/(2^64 − k))."""
         a_in, a_out = self.cell_sizes
         d = self.subset_size
-        return math.log(a_in / a_out * (self.k - d) / d) + 2 * d * math.log1p(2 * self.k / (TWO64 - self.k))
+        return math.log(a_in / a_out * (self.k - d) / d) + 2 * (d + 1) * math.log1p(2 * self.k / (TWO64 - self.k))
 
     @property
     def report_columns(self) -> int:  # type: ignore[override]
@@ -1007,23 +1033,60 @@ class SubsetSelection(FrequencyOracle):
         return Fraction(a_in, TWO64), Fraction(a_in * (d - 1) + a_out * d, TWO64 * (self.k - 1))
 
     def sample(self, inputs: np.ndarray, randomness: Draws) -> np.ndarray:
-        """Memory O(n·k) (the shuffle: 2 bytes per user and category, 16× the packed report):
-        each draw is computed once for all users, so callers batch users for large k."""
+        """Floyd's algorithm over the k − 1 others, one step per pick for a block of users at once
+        (class docstring). Memory O(block·k) bytes (a membership byte per user and category of the
+        block, packed to k/8 for the report)."""
         idx = self._index(inputs)
         n, k, d = len(idx), self.k, self.subset_size
         inside = randomness.bits(0) < np.uint64(self.cell_sizes[0])
-        others: np.ndarray = np.tile(np.arange(k - 1, dtype=np.int32), (n, 1)).astype(np.uint16)  # k ≤ 2^16
-        others += (others >= idx[:, None]).astype(np.uint16)  # the k − 1 other categories, in order
-        r = np.arange(n)
-        for s in range(d):  # partial Fisher–Yates: swap position s with s + ⌊X·m/2^64⌋
-            j = s + uniform_index(randomness.bits(1 + s), k - 1 - s)
-            a_s = others[:, s].copy()
-            others[:, s] = others[r, j]
-            others[r, j] = a_s
-        member = np.zeros((n, k), dtype=bool)
-        member[r[:, None], others[:, :d].astype(np.int64)] = np.arange(d)[None, :] < np.where(inside, d - 1, d)[:, None]
-        member[r, idx] |= inside
-        return np.packbits(member, axis=1)
+        give_back = uniform_index(randomness.bits(1), d)
+        out = np.empty((n, (k + 7) // 8), dtype=np.uint8)
+        step = max(1, min(n, _SS_BLOCK_USERS[1], max(_SS_BLOCK_USERS[0], _SS_BLOCK_BYTES // k)))
+        for lo in range(0, n, step):
+            rows = slice(lo, min(n, lo + step))
+            out[rows] = self._floyd(idx[rows], inside[rows], give_back[rows], randomness, rows if step < n else None)
+        return out
+
+    def _floyd(self, idx: np.ndarray, inside: np.ndarray, give_back: np.ndarray, randomness: Draws, rows: slice | None) -> np.ndarray:
+        """The packed reports of one block of users (``rows`` of ``randomness``; None: all)."""
+        n, k, d = len(idx), self.k, self.subset_size
+        member = np.zeros(n * k, dtype=bool)
+        base = np.arange(n, dtype=np.int64) * k
+        first_j = k - 1 - d
+        at_j = base + first_j + (idx <= first_j)  # the flat position of "other" j (its category j + 1[j ≥ x])
+        # Many picks: users grouped once by the pick they give back and by their input (where at_j
+        # skips x), so each step touches only its group (radix sorts of 16-bit keys, ≈ 10 ns a user);
+        # a few picks: a whole-array comparison per step is cheaper than the sorts.
+        grouped = d > _SS_GROUPED
+        if grouped:
+            by_pick = np.argsort(give_back.astype(np.uint16), kind="stable")
+            pick_ends = np.searchsorted(give_back[by_pick], np.arange(d + 1))
+            by_input = np.argsort(idx.astype(np.uint16), kind="stable")
+            input_ends = np.searchsorted(idx[by_input], np.arange(k + 1))
+        given = np.zeros(n, dtype=np.int64)
+        pair = np.empty((n, 2), dtype=np.uint64)
+        for s in range(d):
+            if s % 2 == 0:  # one AES block per user serves picks s and s + 1 (its two halves)
+                words = draw_blocks(randomness, 2 + s // 2, 1, rows, pair)
+            j = first_j + s
+            r = uniform_index(words[:, s % 2], j + 1)
+            at = base + r + (r >= idx)
+            at = np.where(member[at], at_j, at)  # Floyd: r already taken → j
+            member[at] = True
+            # the users who give back pick s remember it; at_j moves to j + 1 (one more past x)
+            if grouped:
+                mine = by_pick[pick_ends[s] : pick_ends[s + 1]]
+                given[mine] = at[mine]
+                at_j += 1
+                at_j[by_input[input_ends[j + 1] : input_ends[j + 2]]] += 1
+            else:
+                given = np.where(give_back == s, at, given)
+                at_j += 1 + (idx == j + 1)
+        member[given[inside]] = False
+        member[base[inside] + idx[inside]] = True
+        if k % 8 == 0:  # rows of whole bytes pack as one flat run (along short rows: ≈ 40× slower)
+            return np.packbits(member).reshape(n, k // 8)
+        return np.packbits(member.reshape(n, k), axis=1)
 
     def log_prob(self, u: np.ndarray | float, w: np.ndarray | float) -> np.ndarray:
         """The log of the *ideal* subset probability on the realized coin (the pick cells' rounding
@@ -1045,39 +1108,48 @@ class SubsetSelection(FrequencyOracle):
         return UnaryEncoding.support_counts(self, reports)  # type: ignore[arg-type]
 
     def draw_cells(self, u: float) -> list[np.ndarray]:
-        cells = [np.array([0, self.cell_sizes[0]], dtype=np.uint64)]
-        for s in range(self.subset_size):
-            m = self.k - 1 - s
-            cells.append(np.array([-(-i * TWO64 // m) for i in range(m)], dtype=np.uint64))
+        """Virtual draws 0, 1, 2 + s: the coin, the give-back and pick s (``SubsetVirtualDraws``
+        maps them to where ``sample`` reads them)."""
+        d, k = self.subset_size, self.k
+        cells = [np.array([0, self.cell_sizes[0]], dtype=np.uint64), np.array(uniform_index_starts(d), dtype=np.uint64)]
+        cells += [np.array(uniform_index_starts(k - d + s), dtype=np.uint64) for s in range(d)]
         return cells
 
     def ordered_masses(self, x: int) -> dict[bytes, int]:
-        """Per packed report, its exact mass over 2^{64(d+1)}: every sequence of pick cells,
-        through the same shuffle, by enumeration (small k)."""
+        """Per packed report, its exact mass over 2^{64(d+2)}: every coin, give-back and sequence
+        of pick cells, through Floyd's algorithm written out here (small k)."""
         k, d = self.k, self.subset_size
         a_in, a_out = self.cell_sizes
+        others = [c for c in range(k) if c != x]
+        back = uniform_index_masses(d)
         out: dict[bytes, int] = {}
 
-        def walk(order: list[int], s: int, mass: int, inside: bool) -> None:
-            t = d - 1 if inside else d
-            if s == t:
-                bits = np.zeros(k, dtype=bool)
-                bits[order[:t]] = True
-                bits[x] = inside
-                key = np.packbits(bits).tobytes()
-                out[key] = out.get(key, 0) + mass * (1 << (64 * (d - t)))
+        def walk(s: int, taken: list[int], mass: int) -> None:
+            if s == d:
+                for inside, coin in ((True, a_in), (False, a_out)):
+                    for g in range(d) if inside else range(1):
+                        bits = np.zeros(k, dtype=bool)
+                        bits[[others[o] for i, o in enumerate(taken) if not (inside and i == g)]] = True
+                        bits[x] = inside
+                        key = np.packbits(bits).tobytes()
+                        out[key] = out.get(key, 0) + mass * coin * (back[g] if inside else TWO64)
                 return
-            m = k - 1 - s
-            for i in range(m):
-                size = -(-(i + 1) * TWO64 // m) - -(-i * TWO64 // m)
-                nxt = list(order)
-                nxt[s], nxt[s + i] = nxt[s + i], nxt[s]
-                walk(nxt, s + 1, mass * size, inside)
+            j = k - 1 - d + s
+            for r, size in enumerate(uniform_index_masses(j + 1)):
+                walk(s + 1, [*taken, j if r in taken else r], mass * size)
 
-        others = [c for c in range(k) if c != x]
-        walk(others, 0, a_in, True)
-        walk(others, 0, a_out, False)
+        walk(0, [], 1)
         return out
+
+
+def subset_virtual_draw(draw: int) -> int:
+    """The virtual draw (``SubsetSelection.draw_cells``' numbering: 0 the coin, 1 the give-back,
+    2 + s pick s) that a stand-in's ``bits(draw)`` serves when ``SubsetSelection.sample`` reads it
+    through ``draw_blocks``: the low half of block 2 + b is pick 2b, ``bits(2 + b + HIGH_HALF)``
+    (its high half) pick 2b + 1."""
+    if draw >= HIGH_HALF:
+        return 2 + 2 * (draw - HIGH_HALF - 2) + 1
+    return draw if draw < 2 else 2 + 2 * (draw - 2)
 
 
 def _log_comb(n: int, r: int) -> float:

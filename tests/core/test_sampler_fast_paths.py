@@ -638,3 +638,29 @@ def test_the_sampler_benchmark_runs_as_documented(tmp_path: Path) -> None:
     assert all(name in out.stdout for name in ("binary_rr", "hadamard_response", "ratio"))
     refused = subprocess.run([sys.executable, str(script), "--repeats", "2"], capture_output=True, text=True, timeout=120, cwd=root, check=False)
     assert refused.returncode == 2 and "--repeats must be at least 3" in refused.stderr and "Traceback" not in refused.stderr
+
+
+@pytest.mark.parametrize(("k", "epsilon"), [(16, 1.0), (16, 4.0), (300, 1.0), (1024, 4.0)])
+def test_subset_selection_reports_do_not_depend_on_its_blocks_or_its_bookkeeping(k: int, epsilon: float, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Subset Selection's Floyd steps run per block of users, with the give-back and the input
+    tracked by groups (many picks) or by whole-array comparisons (few): every choice gives the same
+    reports, bit for bit, and each report names exactly d categories. A broken variant — the
+    give-back forgotten (an inside user keeps all d picks, d + 1 members) — is caught."""
+    from ldp.core import frequency_oracles as fo
+
+    R = fo.SubsetSelection(epsilon, tuple(float(c) for c in range(k)))
+    n = 3_000
+    inputs = (np.arange(n) % k).astype(np.float64)
+    draws = RandomSource(11).for_request("ss", 0, np.arange(n))
+    want = R.sample(inputs, draws)
+    assert (np.unpackbits(want, axis=1, count=k).sum(axis=1) == R.subset_size).all()
+    for users, grouped in (((1, 7), 10), ((1 << 10, 1 << 15), 0), ((1 << 10, 1 << 15), 10**9)):
+        monkeypatch.setattr(fo, "_SS_BLOCK_USERS", users)
+        monkeypatch.setattr(fo, "_SS_BLOCK_BYTES", 1 << 23 if users[1] > 7 else 1)
+        monkeypatch.setattr(fo, "_SS_GROUPED", grouped)
+        assert np.array_equal(R.sample(inputs, draws), want), (users, grouped)
+    monkeypatch.undo()
+    real = fo.uniform_index
+    monkeypatch.setattr(fo, "uniform_index", lambda bits, m: np.full(len(bits), m, dtype=np.int64) if m == R.subset_size else real(bits, m))
+    sizes = np.unpackbits(R.sample(inputs, draws), axis=1, count=k).sum(axis=1)
+    assert (sizes > R.subset_size).any()  # the broken give-back: inside users report d + 1 categories
