@@ -341,6 +341,7 @@ class _Trials:
         self.oracle_factory = oracle_factory
         # "sweep": by the plan (``by_law``); "protocol" or "law": every cell so (evaluate_cell)
         self.simulation = simulation
+        self._by_law: dict[tuple[str, int], bool] = {}
         self._features: dict[tuple[int, int], np.ndarray] = {}
         self._runs: dict[tuple[str, int, int, int], tuple[float, LearnerResult]] = {}
         self.rule = success_rule(config)
@@ -348,9 +349,13 @@ class _Trials:
     def by_law(self, learner: str, d: int) -> bool:
         """Whether (learner, d) draws its counts from their exact law: it has a twin at its
         sufficient statistic and its plan exceeds ``protocol_users_max``."""
-        if LEARNERS[learner].law is None or self.simulation == "protocol":
-            return False
-        return self.simulation == "law" or (_plan(self.config, learner, d) or 0) > self.config.protocol_users_max
+        key = (learner, d)
+        if key not in self._by_law:  # asked once per trial: the plan's search is not repeated
+            if LEARNERS[learner].law is None or self.simulation == "protocol":
+                self._by_law[key] = False
+            else:
+                self._by_law[key] = self.simulation == "law" or (_plan(self.config, learner, d) or 0) > self.config.protocol_users_max
+        return self._by_law[key]
 
     def share_runs(self, other: _Trials) -> None:
         """Use ``other``'s remembered runs (same seed: a run does not depend on the number of trials)."""

@@ -91,6 +91,7 @@ __all__ = [
     "learn_masked_parity_correlation",
     "li_predicted_success",
     "li_users_for",
+    "rr_keep_flip",
 ]
 
 
@@ -100,8 +101,9 @@ def _check_d(d: int) -> int:
     return int(d)
 
 
-def _rr(epsilon: float) -> tuple[float, float]:
-    """(p, q): the realized keep and flip probabilities of binary RR at ε (what the users run)."""
+def rr_keep_flip(epsilon: float) -> tuple[float, float]:
+    """(p, q): the realized keep and flip probabilities of binary RR at ε (what the users run):
+    the one place the MASKED-PARITY learners, their plans and their law take them from."""
     rr = BinaryRandomizedResponse(require_epsilon(epsilon))
     return rr.keep_probability, rr.flip_probability
 
@@ -195,7 +197,7 @@ def correlation_success(d: int, epsilon: float, m: np.ndarray | int, m2: np.ndar
     The d correlations share the reports but have orthogonal weights, so they are uncorrelated
     up to the O(1/d²) spread of w_k: the product is the prediction the tests check."""
     d = _check_d(d)
-    p, q = _rr(epsilon)
+    p, q = rr_keep_flip(epsilon)
     n1 = np.asarray(m, dtype=np.int64) * (1 << d.bit_length())
     return np.asarray((1 - _bit_miss(d, p, q, n1)) ** d * (1 - _a_miss(p, q, np.asarray(m2))))
 
@@ -230,7 +232,7 @@ def correlation_hoeffding_users(d: int, epsilon: float, beta: float) -> tuple[in
     ``li_lemma43_users`` for the paper's LI."""
     d = _check_d(d)
     b = require_probability("beta", beta)
-    p, q = _rr(epsilon)
+    p, q = rr_keep_flip(epsilon)
     c2 = 1.0 / (p - q) ** 2
     k = 1 << d.bit_length()
     b1 = b * d * d / (d * d + 1)
@@ -294,7 +296,7 @@ async def learn_masked_parity_correlation(
     # complete, answered @ design is exactly 0 (the columns sum to 0), so X_j is the integer
     # Σ_k v_j T_k the prediction is about; a group short of answers (users over budget) is still
     # centred, so the constant ¼ does not leak into X_j.
-    p, q = _rr(epsilon)
+    p, q = rr_keep_flip(epsilon)
     correlations = counts @ design - (q + (p - q) / 4) * (answered @ design)
     r = (correlations < 0).astype(np.int64)
     start = first_user + plan.n1

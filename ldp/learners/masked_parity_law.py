@@ -47,9 +47,8 @@ import numpy as np
 from ldp.core.concepts import MaskedParityConcept, bits_to_int
 from ldp.core.errors import ParameterError
 from ldp.core.learner_result import LearnerResult
-from ldp.core.rr_mechanisms import BinaryRandomizedResponse
 from ldp.learners.masked_parity import lni_estimate_r, lni_plan, lni_result
-from ldp.learners.masked_parity_correlation import correlation_design
+from ldp.learners.masked_parity_correlation import correlation_design, rr_keep_flip
 from ldp.learners.masked_parity_shared import shared_estimate_r, shared_plan, shared_result
 
 __all__ = ["learn_masked_parity_lni_from_law", "learn_masked_parity_lni_shared_from_law", "block_bounds", "block_in_design_groups"]
@@ -76,12 +75,6 @@ def _target(target: MaskedParityConcept, d: int) -> tuple[np.ndarray, int]:
     if not isinstance(target, MaskedParityConcept) or len(target.r) != d or target.a not in (0, 1):
         raise ParameterError(f"the learners' law needs a MASKED-PARITY target with d = {d} bits, got {target!r}")
     return np.asarray(target.r, dtype=np.int64), int(target.a)
-
-
-def _keep_flip(epsilon: float) -> tuple[float, float]:
-    """(p, q): binary RR's realized keep and flip probabilities at ε, the ones its sampler draws with."""
-    rr = BinaryRandomizedResponse(epsilon)
-    return rr.keep_probability, rr.flip_probability
 
 
 def _rate(p: float, q: float, mean: np.ndarray | float) -> np.ndarray:
@@ -114,7 +107,7 @@ def learn_masked_parity_lni_from_law(
     """
     r_true, a_true = _target(target, d)
     plan = lni_plan(int(users), d, float(epsilon))
-    p, q = _keep_flip(epsilon)
+    p, q = rr_keep_flip(epsilon)
     ones = law.binomial(plan.m_bit, _rate(p, q, r_true / (2 * d)))
     bits = (ones / plan.m_bit - q) / (p - q) if plan.m_bit else np.zeros(d)
     r = lni_estimate_r(bits)
@@ -139,7 +132,7 @@ def learn_masked_parity_lni_shared_from_law(
     r_true, a_true = _target(target, d)
     plan = shared_plan(int(users), d, float(epsilon))
     design = correlation_design(d)
-    p, q = _keep_flip(epsilon)
+    p, q = rr_keep_flip(epsilon)
     groups, total = plan.groups, plan.users
     per_group = np.full(groups, plan.m, dtype=np.int64)  # users first + k, first + k + K, …: m each
     c_true = int(bits_to_int(r_true))

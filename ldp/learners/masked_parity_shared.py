@@ -49,14 +49,13 @@ import numpy as np
 from scipy.stats import binom, norm
 
 from ldp.core.concepts import MaskedParityConcept, bits_to_int
-from ldp.core.errors import ParameterError, require_epsilon, require_probability
+from ldp.core.errors import ParameterError, require_probability
 from ldp.core.learner_result import LearnerResult
 from ldp.core.queries import QuerySpec, user_parity_groups
 from ldp.core.query_specs import affine, product
 from ldp.core.randomizers import RandomizerSpec
-from ldp.core.rr_mechanisms import BinaryRandomizedResponse
 from ldp.learners.masked_parity import a_query_family, smallest_users, users_in_range
-from ldp.learners.masked_parity_correlation import correlation_design, correlation_query
+from ldp.learners.masked_parity_correlation import correlation_design, correlation_query, rr_keep_flip
 from ldp.local.messages import SessionKind
 from ldp.local.oracle import LROracle
 from ldp.local.session import Request, Session
@@ -77,12 +76,6 @@ def _check_d(d: int) -> int:
     if isinstance(d, bool) or not isinstance(d, (int, np.integer)) or not 2 <= d <= 62:
         raise ParameterError(f"MASKED-PARITY needs an integer d in [2, 62], got d={d!r}")
     return int(d)
-
-
-def _rr(epsilon: float) -> tuple[float, float]:
-    """(p, q): the realized keep and flip probabilities of binary RR at ε."""
-    rr = BinaryRandomizedResponse(require_epsilon(epsilon))
-    return rr.keep_probability, rr.flip_probability
 
 
 def shared_query(v: np.ndarray, start: int, count: int) -> QuerySpec:
@@ -144,7 +137,7 @@ def shared_success(d: int, epsilon: float, users: int) -> float:
     users: (1 − bit miss)^d times the a decision of the target's block (blocks of ⌊N/2^d⌋ or
     one more, as ``user_parity_groups`` splits them), averaged over a uniform target."""
     d = _check_d(d)
-    p, q = _rr(epsilon)
+    p, q = rr_keep_flip(epsilon)
     base, extra = divmod(int(users), 2**d)
     big = extra / 2.0**d
     a_ok = big * (1 - float(_a_miss(p, q, np.asarray(base + 1)))) + (1 - big) * (1 - float(_a_miss(p, q, np.asarray(base))))
@@ -235,7 +228,7 @@ def shared_result(
     ``rng`` for an empty block. Shared by the protocol (``learn_masked_parity_lni_shared``) and its
     twin at the sufficient statistic (``ldp.learners.masked_parity_law``): one rule for both."""
     d = plan.d
-    p, q = _rr(epsilon)
+    p, q = rr_keep_flip(epsilon)
     s_hat = 1 - 2 * np.asarray(r, dtype=np.int64)
     midpoint = 0.0
     for k, size in enumerate(np.asarray(block_sizes, dtype=np.int64).tolist()):

@@ -59,6 +59,7 @@ refused (no report, no charge); with 2ε it is charged twice (tests/learners/tes
 from __future__ import annotations
 
 import math
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from statistics import NormalDist
 
@@ -183,6 +184,40 @@ def prune(frequencies: np.ndarray, threshold: float, beam: int) -> np.ndarray:
     return order[np.asarray(frequencies, dtype=np.float64)[order] >= threshold][:beam]
 
 
+async def _descend(
+    lengths: list[int],
+    z: float,
+    threshold: float | None,
+    beam: int,
+    level: Callable[[int, int, np.ndarray], Awaitable[tuple[np.ndarray, float, int, int]]],
+) -> tuple[tuple[int, ...], tuple[float, ...], tuple[TreeHistLevel, ...]]:
+    """The server's descent both TreeHists share: level t's candidates (the 2^ℓ first prefixes,
+    then the children of the prefixes kept at t − 1, ``extend_candidates``) estimated by
+    ``level(t, length, candidates)`` → (frequencies, sd, users, answered), pruned at
+    τ_t = z·sd_t (or ``threshold``) to at most ``beam`` (``prune``; nothing kept from a level no
+    one answered). A level that keeps nothing ends the descent, with no items.
+
+    Returns (items, their frequencies, the levels run)."""
+    candidates = np.arange(2 ** lengths[0], dtype=np.int64)
+    kept, estimates = candidates[:0], np.zeros(0)
+    levels: list[TreeHistLevel] = []
+    previous = 0
+    for t, length in enumerate(lengths):
+        if t:
+            candidates = extend_candidates(kept, length - previous)
+        freq, sd, users, answered = await level(t, length, candidates)
+        tau = z * sd if threshold is None else float(threshold)
+        order = prune(freq, tau, beam) if answered else np.zeros(0, dtype=np.int64)
+        kept, estimates = candidates[order], freq[order]
+        levels.append(TreeHistLevel(length, len(candidates), users, answered, tau, sd, tuple(int(v) for v in kept), tuple(float(v) for v in estimates)))
+        previous = length
+        if not len(kept):  # nothing frequent: the later levels are not run (interactive: their users are never asked)
+            break
+    if len(levels) < len(lengths):
+        return (), (), tuple(levels)
+    return tuple(int(v) for v in kept), tuple(float(v) for v in estimates), tuple(levels)
+
+
 def _checked(
     lr: LROracle, bits: int, beam: int, step: int, epsilon: float, beta: float, threshold: float | None, users: int | None, first_user: int
 ) -> tuple[int, int, int, float, PopulationDescription, int]:
@@ -293,41 +328,20 @@ async def learn_heavy_hitters_treehist(
     z = union_bound_z(float(beta), len(lengths), beam, step)
     groups = pem_groups(n, len(lengths), seed, first_user)
     session = Session(lr, SessionKind.INTERACTIVE, name=name)
-    candidates = np.arange(2 ** lengths[0], dtype=np.int64)
-    kept = candidates[:0]
-    estimates = np.zeros(0)
-    levels: list[TreeHistLevel] = []
-    previous = 0
-    for t, length in enumerate(lengths):
-        if t:
-            candidates = extend_candidates(kept, length - previous)
-        m = len(candidates)
+
+    async def level(t: int, length: int, candidates: np.ndarray) -> tuple[np.ndarray, float, int, int]:
+        # one round per level, asked only once the earlier levels have named its candidates
         spec = RandomizerSpec(oracle, prefix_index(length, candidates, field), epsilon)
         (reports,) = await session.round([Request.of(groups[t], spec)], last=t == len(lengths) - 1)
         if not len(reports.values):  # nothing to estimate from: say why rather than return noise
             raise LDPError(
                 f"TreeHist level {t + 1}: none of its {len(groups[t])} users answered ({reports.counts()}; {'; '.join(reports.errors) or 'over budget?'})"
             )
-        freq, sd = level_estimates(spec, description.schema, reports.values, m)
-        tau = z * sd if threshold is None else float(threshold)
-        order = prune(freq, tau, beam)
-        kept, estimates = candidates[order], freq[order]
-        levels.append(
-            TreeHistLevel(length, m, len(groups[t]), int(len(reports.values)), tau, sd, tuple(int(v) for v in kept), tuple(float(v) for v in estimates))
-        )
-        previous = length
-        if not len(kept):  # nothing frequent: the later levels' users are never asked
-            break
-    done = len(levels) == len(lengths)
-    return TreeHistResult(
-        tuple(int(v) for v in kept) if done else (),
-        tuple(float(v) for v in estimates) if done else (),
-        tuple(levels),
-        users=n,
-        epsilon=float(epsilon),
-        bits=bits,
-        z=z,
-    )
+        freq, sd = level_estimates(spec, description.schema, reports.values, len(candidates))
+        return freq, sd, len(groups[t]), int(len(reports.values))
+
+    items, frequencies, levels = await _descend(lengths, z, threshold, beam, level)
+    return TreeHistResult(items, frequencies, levels, users=n, epsilon=float(epsilon), bits=bits, z=z)
 
 
 async def learn_heavy_hitters_treehist_1round(
@@ -415,29 +429,10 @@ async def learn_heavy_hitters_treehist_1round(
     if not len(reports.values):
         raise LDPError(f"TreeHist (one round): none of the {n} users answered ({reports.counts()}; {'; '.join(reports.errors) or 'over budget?'})")
     by_level = randomizer.split_levels(reports.values)  # checked once; level t's rows only are read at level t
-    candidates = np.arange(2 ** lengths[0], dtype=np.int64)
-    kept = candidates[:0]
-    estimates = np.zeros(0)
-    levels: list[TreeHistLevel] = []
-    previous = 0
-    for t, length in enumerate(lengths):
-        if t:
-            candidates = extend_candidates(kept, length - previous)
-        freq, sd, n_t = randomizer.estimates(by_level[t], candidates)
-        tau = z * sd if threshold is None else float(threshold)
-        order = prune(freq, tau, beam) if n_t else np.zeros(0, dtype=np.int64)
-        kept, estimates = candidates[order], freq[order]
-        levels.append(TreeHistLevel(length, len(candidates), n_t, n_t, tau, sd, tuple(int(v) for v in kept), tuple(float(v) for v in estimates)))
-        previous = length
-        if not len(kept):  # nothing frequent below here
-            break
-    done = len(levels) == len(lengths)
-    return TreeHistResult(
-        tuple(int(v) for v in kept) if done else (),
-        tuple(float(v) for v in estimates) if done else (),
-        tuple(levels),
-        users=int(len(reports.values)),
-        epsilon=float(epsilon),
-        bits=bits,
-        z=z,
-    )
+
+    async def level(t: int, length: int, candidates: np.ndarray) -> tuple[np.ndarray, float, int, int]:
+        freq, sd, n_t = randomizer.estimates(by_level[t], candidates)  # the reports that drew t
+        return freq, sd, n_t, n_t
+
+    items, frequencies, levels = await _descend(lengths, z, threshold, beam, level)
+    return TreeHistResult(items, frequencies, levels, users=int(len(reports.values)), epsilon=float(epsilon), bits=bits, z=z)
