@@ -237,6 +237,12 @@ def _ratio(mse: list[float], var: float, k: int) -> str:
     return f"{r.mean():.3f} ± {se:.3f}"
 
 
+def _times(ratio: float) -> str:
+    """A ratio as the table prints it: one decimal below 100× (so a cell at the 10× line reads
+    9.6× or 10.4×, not 10×), whole numbers above."""
+    return f"{ratio:.1f}×" if ratio < 100 else f"{ratio:.0f}×"
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
@@ -284,7 +290,7 @@ def main(argv: list[str] | None = None) -> None:
                     rows.append(
                         [f"{k}", f"{e:g}", f"{n:.0e}".replace("+0", ""), o, _rate(ours["users_per_s"]), _ratio(ours["mse"], ours["theory"], k), f"{ours['n_run']:,}"]
                         + [c for lib in PEER_LIBS for c in cells[lib]]
-                        + [f"{ours['users_per_s'] / faster:.0f}×" if faster == faster else "—"]
+                        + [_times(ours["users_per_s"] / faster) if faster == faster else "—"]
                     )
     header = ["k", "ε", "n", "oracle", "ldp users/s", "ldp MSE÷theory", "ldp n run"] + [f"{lib} {c}" for lib in PEER_LIBS for c in ("users/s", "MSE÷theory", "n run")] + ["ldp ÷ faster peer"]
     table = Table(title=f"Frequency oracles: ldp vs pure-LDP 1.2.0 and multi-freq-ldpy 0.2.5 ({os.cpu_count()} cores, {time.perf_counter() - t0:.0f} s)")

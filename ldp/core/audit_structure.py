@@ -26,7 +26,6 @@ from ldp.core.frequency_oracles import (
     OptimizedLocalHashing,
     SubsetSelection,
     UnaryEncoding,
-    subset_virtual_draw,
     unary_word,
     unary_word_draws,
 )
@@ -56,16 +55,16 @@ class _VirtualRandomness:
 
 
 class _SubsetVirtualRandomness:
-    """Subset Selection on the audit's terms: virtual draw 2 + s is pick s, read by the sampler as
-    one half of an AES block (``subset_virtual_draw``); the cells of every virtual draw are
-    ``SubsetSelection.draw_cells``'."""
+    """Subset Selection on the audit's terms: each virtual draw placed where the sampler reads it
+    (``SubsetSelection.virtual_bits``: Floyd's pick s is one half of an AES block, a Bernoulli
+    chunk one 16-bit lane); the cells of every virtual draw are ``SubsetSelection.draw_cells``'."""
 
-    def __init__(self, virtual: Draws) -> None:
-        self.virtual = virtual
+    def __init__(self, virtual: Draws, R: SubsetSelection) -> None:
+        self.virtual, self.R = virtual, R
         self.users = virtual.users
 
     def bits(self, draw: int = 0) -> np.ndarray:
-        return self.virtual.bits(subset_virtual_draw(draw))
+        return self.R.virtual_bits(self.virtual, draw)
 
     def uniform(self, draw: int = 0) -> np.ndarray:  # pragma: no cover - the samplers read bits only
         raise NotImplementedError
@@ -109,7 +108,7 @@ class Enumerated(Randomizer):
         if isinstance(R, UnaryEncoding):
             randomness = _VirtualRandomness(randomness, R.chunk_bits, R.k)
         elif isinstance(R, SubsetSelection):
-            randomness = _SubsetVirtualRandomness(randomness)
+            randomness = _SubsetVirtualRandomness(randomness, R)
         return self._index_of(R.sample(inputs, randomness))
 
     def log_prob(self, u: np.ndarray | float, w: np.ndarray | float) -> np.ndarray:
@@ -138,7 +137,7 @@ class Enumerated(Randomizer):
                 masses[i] = [0] * len(rows)
                 for key, mass in R.ordered_masses(int(x)).items():
                     masses[i, keys[key]] = mass
-            return self.output_domain(), masses, 1 << (64 * (R.subset_size + 2))
+            return self.output_domain(), masses, 1 << (64 * R.virtual_draws)
         assert isinstance(R, OptimizedLocalHashing)
         a, b_ = R.cell_sizes
         seed_mass = 1 << (64 - R.m)  # each hash row: one of 2^m equal intervals of its draw
@@ -252,9 +251,67 @@ def _subset_reference(R: SubsetSelection, x_i: int, coin: int, back: int, picks:
     return want
 
 
+def _bernoulli_subset_reference(R: SubsetSelection, x_i: int, coin: int, chunks: np.ndarray, fix: list[int]) -> np.ndarray:
+    """The subset Subset Selection's Bernoulli sampler must report, by its definition (class
+    docstring): T₀ = the others whose chunk is below the threshold, then Floyd's picks of the pool
+    ranks with these fix-up words, flipped (or all the pool's others flipped), then the input iff
+    the coin is inside."""
+    k, d = R.k, R.subset_size
+    member = chunks < R.bernoulli_threshold
+    member[x_i] = False
+    inside = coin < R.cell_sizes[0]
+    surplus = int(member.sum()) - (d - int(inside))
+    others = np.arange(k) != x_i
+    pool = np.flatnonzero(member if surplus > 0 else ~member & others)
+    flips = abs(surplus)
+    picks = min(flips, len(pool) - flips)
+    taken: list[int] = []
+    for i in range(picks):
+        j = len(pool) - picks + i
+        r = fix[i] * (j + 1) >> 64
+        taken.append(j if r in taken else r)
+    flipped = np.zeros(k, dtype=bool)
+    flipped[pool[taken]] = True
+    if flips > len(pool) - flips:
+        flipped[pool] ^= True
+    member ^= flipped
+    member[x_i] = inside
+    return member
+
+
+def _probe_bernoulli_subset(R: SubsetSelection, rng: np.random.Generator, x: np.ndarray, inputs: np.ndarray) -> str:
+    """A few users (a reference each, in Python), half with the coin at its boundary and a third
+    of the chunks at the threshold (t − 1 or t); every word read where the sampler reads it."""
+    k, t = R.k, R.bernoulli_threshold
+    users = min(len(x), 16)
+    blocks = -(-k // 8)
+    chunks = rng.integers(0, 1 << 16, (users, 8 * blocks), dtype=np.uint64)
+    edge = rng.integers(0, 3, chunks.shape) == 0
+    chunks[edge] = np.uint64(t) - rng.integers(0, 2, int(edge.sum()), dtype=np.uint64)
+    coin = _random_words(rng, users)
+    coin[: users // 2] = np.uint64(R.cell_sizes[0]) - rng.integers(0, 2, users // 2, dtype=np.uint64)
+    bits = {0: coin}
+    lanes = chunks.reshape(users, blocks, 2, 4) << (np.uint64(16) * np.arange(4, dtype=np.uint64))
+    words = np.bitwise_or.reduce(lanes, axis=3)
+    for b in range(blocks):
+        bits[1 + b], bits[1 + b + HIGH_HALF] = words[:, b, 0], words[:, b, 1]
+    fix = [_random_words(rng, users) for _ in range((k - 1) // 2 + 1)]
+    for i, word in enumerate(fix):
+        bits[1 + blocks + i // 2 + (HIGH_HALF if i % 2 else 0)] = word
+    got = np.unpackbits(R.sample(inputs[:users], FixedRandomness(bits, users)), axis=1, count=k).astype(bool)
+    for i in range(users):
+        want = _bernoulli_subset_reference(R, int(x[i]), int(coin[i]), chunks[i, :k].astype(np.int64), [int(f[i]) for f in fix])
+        if not np.array_equal(got[i], want):
+            return "the sampler's subset is not its Bernoulli chunks fixed up by Floyd's picks of the pool (and the coin)"
+    return ""
+
+
 def _probe_subset(R: SubsetSelection, rng: np.random.Generator, x: np.ndarray, inputs: np.ndarray) -> str:
     """A few users (a reference Floyd each, in Python), half with the coin at its boundary; the
-    picks read where the sampler reads them (both halves of the blocks from draw 2 on)."""
+    picks read where the sampler reads them (both halves of the blocks from draw 2 on). The
+    Bernoulli sampler: ``_probe_bernoulli_subset``."""
+    if R.method == "bernoulli":
+        return _probe_bernoulli_subset(R, rng, x, inputs)
     d = R.subset_size
     users = min(len(x), 16)
     picks = [_random_words(rng, users) for _ in range(d)]
@@ -301,13 +358,14 @@ def verify_structure(R: FrequencyOracle) -> ExactAudit:
     if isinstance(R, HadamardResponse):
         return verify_exact(R)
     if isinstance(R, SubsetSelection):
-        # the proven bound, in exact arithmetic: (A_in/A_out)(k − d)/d · ((2^64 + k)/(2^64 − k))^{2(d + 1)}
+        # the proven bound, in exact arithmetic: (A_in/A_out)(k − d)/d · ((2^64 + k)/(2^64 − k))^e,
+        # e = 2(d + 1) (Floyd) or ⌊(k − 1)/2⌋ (Bernoulli draws): ``rounding_exponent``
         a_in, a_out = R.cell_sizes
         d = R.subset_size
-        ratio = Fraction(a_in * (R.k - d), a_out * d) * Fraction(TWO64 + R.k, TWO64 - R.k) ** (2 * (d + 1))
+        ratio = Fraction(a_in * (R.k - d), a_out * d) * Fraction(TWO64 + R.k, TWO64 - R.k) ** R.rounding_exponent
         problem = structure_probe(R)
         return ExactAudit(
-            R.epsilon, log_ratio(ratio), (0.0, 1.0, 0.0), f"by structure: subset selection (d = {d}), proven bound in exact arithmetic",
+            R.epsilon, log_ratio(ratio), (0.0, 1.0, 0.0), f"by structure: subset selection (d = {d}, {R.method}), proven bound in exact arithmetic",
             within_epsilon=ratio <= exp_bounds(R.epsilon)[0], sampler_consistent=not problem, detail=problem,
         )
     if isinstance(R, UnaryEncoding):

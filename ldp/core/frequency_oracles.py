@@ -364,7 +364,15 @@ _SS_GROUPED = 10  # Subset Selection groups its users by give-back and input abo
 # where fewer users per step leave the numpy calls' overhead to a few)
 _SS_BLOCK_BYTES = 1 << 23
 _SS_BLOCK_USERS = (1 << 10, 1 << 15)
+# Subset Selection by Bernoulli draws: blocks of users of 2^22 membership bytes (at most 2^15
+# users), and its fix-up's Floyd steps taken 256 at a time (a bounded index array per step group)
+_SS_BERNOULLI_BYTES = 1 << 22
+_SS_FIX_STEPS = 256
+SS_SAMPLERS = ("auto", "floyd", "bernoulli")
+# _SELECT_BIT[v, q]: the position (0: the most significant, packbits' first) of the q-th set bit of byte v
+_SELECT_BIT = np.array([[([p for p in range(8) if v >> (7 - p) & 1] + [0] * 8)[q] for q in range(8)] for v in range(256)], dtype=np.uint8)
 _UNARY_BLOCK = 1 << 18  # first bytes per row block of ``unary_coins`` (users × bits): 256 KiB, in L2 (measured best of 2^18–2^22)
+_UNARY_TIES = 1 << 16  # ``unary_coins`` answers its ties in batches of about this many (bounded memory, few calls)
 
 
 def unary_draws(k: int, b: int) -> int:
@@ -398,14 +406,15 @@ def _ties(first: np.ndarray, t_hi: int, out: np.ndarray | None = None) -> np.nda
 
 def _flat_ties(tie: np.ndarray) -> np.ndarray:
     """The flat indices of the True entries of a C-contiguous bool array, about 2^-8 of them:
-    first the 8-byte words holding one (one uint64 test per 8 entries), then their bytes
-    (``np.flatnonzero`` alone reads every byte, ≈ 1.5× slower; 2-D ``nonzero`` ≈ 7×)."""
+    first the 8-byte words holding one (one uint64 test per 8 entries), then their bytes, taken
+    (``np.take``: ≈ 6× faster than fancy indexing here) and searched flat (a 2-D ``nonzero`` is
+    ≈ 3.5× slower). ``np.flatnonzero`` alone reads every byte, ≈ 2× slower than this."""
     flat = tie.reshape(-1)
     if len(flat) % 8 or not flat.flags.c_contiguous:
         return np.flatnonzero(flat)
     words = np.flatnonzero(flat.view(np.uint64) != 0)
-    w, byte = np.nonzero(flat.reshape(-1, 8)[words])
-    return words[w] * 8 + byte
+    at = np.flatnonzero(np.take(flat.reshape(-1, 8), words, axis=0))
+    return words[at >> 3] * 8 + (at & 7)
 
 
 def _fill(out: np.ndarray, value: bool) -> np.ndarray:
@@ -420,9 +429,8 @@ def _tie_bits(randomness: Draws, rows: np.ndarray, j: np.ndarray, t_low: np.ndar
     start = j.astype(np.int64) * r
     word = start >> 6
     shift = (start & 63).astype(np.uint64)
-    at = np.arange(len(rows))
     halves = block_pairs(randomness, rows, main + (word >> 1))
-    low = halves[at, word & 1] >> shift
+    low = np.take(halves.reshape(-1), 2 * np.arange(len(rows)) + (word & 1)) >> shift  # flat: 2-D fancy indexing is slower
     cross = shift + np.uint64(r) > np.uint64(64)  # the slot runs on into the next word
     if cross.any():
         even = cross & ((word & 1) == 0)  # the next word is this block's high half
@@ -474,6 +482,9 @@ def unary_coins(randomness: Draws, k: int, b: int, one: int, zero: int, *, mine:
     step = max(1, _UNARY_BLOCK // (16 * main))
     buffers = np.empty((2, min(n, step), k), dtype=bool)
     blocks = np.empty((min(n, step), 2 * main), dtype=np.uint64)  # reused: fresh ones cost page faults
+    thresholds = np.empty((min(n, step), k) if packed is not None else (0, k), dtype=np.uint8)
+    ties: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (rows, bits, thresholds' low parts) not yet answered
+    pending = 0
     for r0 in range(0, n, step):
         r1 = min(n, r0 + step)
         m = r1 - r0
@@ -485,9 +496,9 @@ def unary_coins(randomness: Draws, k: int, b: int, one: int, zero: int, *, mine:
             # flat: unpacking along rows of a byte or two costs ≈ 20 ns a row
             pick = np.unpackbits(np.ascontiguousarray(packed[r0:r1]).reshape(-1)).reshape(m, -1)[:, :k].view(bool)
             if max(hi0, hi1) <= 255:  # each bit's top byte of threshold, without branches (np.where on a random mask mispredicts: ≈ 3× slower)
-                thr = pick.view(np.uint8) * np.uint8((hi1 - hi0) & 255)
+                thr = np.multiply(pick.view(np.uint8), np.uint8((hi1 - hi0) & 255), out=thresholds[:m])
                 thr += np.uint8(hi0)  # uint8 arithmetic mod 256: hi0 where not picked, hi1 where picked
-                bits, tie = first < thr, first == thr
+                bits, tie = np.less(first, thr, out=buffers[0, :m]), np.equal(first, thr, out=buffers[1, :m])
             else:
                 bits = (pick & _below(first, hi1)) | (~pick & _below(first, hi0))
                 tie = (pick & _ties(first, hi1)) | (~pick & _ties(first, hi0))
@@ -498,23 +509,37 @@ def unary_coins(randomness: Draws, k: int, b: int, one: int, zero: int, *, mine:
                 at = np.arange(0, m * k, k) + idx[r0:r1]
                 np.put(bits, at, _below(own, hi1))
                 np.put(tie, at, _ties(own, hi1))
-        tr, j = np.divmod(_flat_ties(tie), k)
-        if len(tr):
+        flat = _flat_ties(tie)
+        if len(flat):  # a tied bit is 0 here (H = T_hi is not below it); its answer is patched in below
+            tr, j = np.divmod(flat, k)
             if packed is not None:
-                is_one = pick[tr, j]
+                is_one = np.take(pick.reshape(-1), flat)
             elif idx is not None:
                 is_one = idx[r0 + tr] == j
             else:
                 is_one = np.zeros(len(tr), dtype=bool)
-            t_low = np.where(is_one, np.uint64(lo1), np.uint64(lo0))
-            bits[tr, j] = _tie_bits(randomness, r0 + tr, j, t_low, main, r)
+            ties.append((r0 + tr, j, np.where(is_one, np.uint64(lo1), np.uint64(lo0))))
+            pending += len(flat)
         # rows of whole bytes pack as one flat run (packbits along short rows is ≈ 40× slower)
         if k % 8:
             whole = np.zeros((m, 8 * out.shape[1]), dtype=bool)
             whole[:, :k] = bits
             bits = whole
         out[r0:r1] = np.packbits(bits.reshape(-1)).reshape(m, -1)
+        if pending >= _UNARY_TIES or (r1 == n and pending):
+            _patch_ties(out, randomness, ties, main, r)
+            ties, pending = [], 0
     return out
+
+
+def _patch_ties(out: np.ndarray, randomness: Draws, ties: list[tuple[np.ndarray, np.ndarray, np.ndarray]], main: int, r: int) -> None:
+    """Set the tied bits whose fallback bits are below the threshold's (``_tie_bits``), in the
+    packed rows ``out``: many row blocks' ties at once (one AES call and a few numpy calls for
+    all of them, not per block)."""
+    rows, j, t_low = (np.concatenate(part) for part in zip(*ties, strict=True))
+    yes = _tie_bits(randomness, rows, j, t_low, main, r)
+    rows, j = rows[yes], j[yes]
+    np.bitwise_or.at(out, (rows, j >> 3), np.uint8(0x80) >> (j & 7).astype(np.uint8))
 
 
 def unary_word(draw: int, k: int, b: int, cell: Any) -> np.ndarray:
@@ -966,6 +991,19 @@ class SubsetSelection(FrequencyOracle):
     a uniform (d − 1)-subset — and adds x. Every step's modulus is fixed in advance (none depends
     on draw 0), so the audit's cells are. Reports: the k bits of S, packed (as the unary encodings).
 
+    Where d/k is large (``subset_sampler``: ``sampler="auto"``), T comes instead from Bernoulli
+    draws and a fix-up (``sampler="bernoulli"``), in O(k) work a user with few numpy steps. Each
+    other category c is in T₀ iff its 16-bit chunk L_c < t (``bernoulli_threshold``, t/2^16 ≈
+    d/(k − 1)): chunk c is lane c mod 8 of block 1 + ⌊c/8⌋ (16-bit lanes, little-endian). The
+    target size is m = d − 1[x ∈ S]. With f = |T₀| − m flips needed, the pool is T₀ (f > 0: some
+    leave) or the other non-members (f < 0: some join), of size P, ranked by category. Floyd's
+    algorithm picks s = min(|f|, P − |f|) ranks of the pool (step i: r = ⌊X·m_i/2^64⌋,
+    m_i = P − s + i + 1, the word half i mod 2 of block 1 + ⌈k/8⌉ + ⌊i/2⌋); the picked ranks flip
+    (s = |f|) or all the others do (s < |f|). T₀'s law is invariant under permutations of the
+    others, and so is the fix-up's choice, so T is a uniform m-subset: exact but for the picks'
+    rounding, of which there are at most ⌊(k − 1)/2⌋. The moduli depend on T₀, so the audit's
+    cells for a fix-up draw are the union of ``uniform_index_starts(m)`` over m < k.
+
     Exactness (with slack, like ``discrete_laplace``). Each of the d + 1 uniform draws' cells has
     size ⌊2^64/m⌋ or ⌈2^64/m⌉ (m ≤ k), within a factor (1 ± k/2^64) of uniform; a set's
     probability is a sum over the draw sequences that give it, each within
@@ -976,18 +1014,24 @@ class SubsetSelection(FrequencyOracle):
     refuses ε below ≈ 2^52·d·k/2^64, where the cells' rounding would not fit in εη).
     ``verify_structure`` computes that bound in exact arithmetic; ``enumerated`` audits small k
     exactly, every report and cell.
+    With the Bernoulli sampler the same argument runs over its at most S = ⌊(k − 1)/2⌋ fix-up
+    picks: a subset's realized probability is within [(1 − k/2^64)^S, (1 + k/2^64)^S] of the
+    ideal, and the loss is ≤ ε(1 − η) + S·ln((2^64 + k)/(2^64 − k)) (``rounding_exponent``).
     Estimator: p* = A_in/2^64, q* = (A_in(d − 1) + A_out·d)/(2^64(k − 1)) (uniform picks; the pick
-    cells' rounding biases f̂ by at most ≈ 2dk/2^64 relative).
+    cells' rounding biases f̂ by at most ≈ 2dk/2^64 relative, ≈ k²/2^64 with Bernoulli draws).
     """
 
     epsilon: float
     categories: tuple[float, ...]
+    sampler: str = "auto"
     kind: ClassVar[str] = "subset_selection"
     report_dtype: ClassVar[type[np.generic]] = np.uint8
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", require_epsilon(self.epsilon))
         object.__setattr__(self, "categories", checked_categories(self.kind, self.categories))
+        if self.sampler not in SS_SAMPLERS:
+            raise ParameterError(f"subset_selection: sampler must be one of {', '.join(SS_SAMPLERS)}, got {self.sampler!r}"[:300])
         a_in, a_out = self.cell_sizes
         if a_in <= 0 or a_out <= 0:
             raise ParameterError(f"subset_selection at ε={self.epsilon:g}, k={self.k} is beyond the 2^-64 resolution of its draws")
@@ -1005,11 +1049,28 @@ class SubsetSelection(FrequencyOracle):
     def cell_sizes(self) -> tuple[int, int]:
         return _ss_cells(self.epsilon, self.k, self.subset_size)
 
+    @property
+    def method(self) -> str:
+        """The sampler in use: ``sampler``, or for "auto" ``subset_sampler(k, d)``."""
+        return subset_sampler(self.k, self.subset_size) if self.sampler == "auto" else self.sampler
+
+    @property
+    def bernoulli_threshold(self) -> int:
+        """t: a category joins T₀ iff its 16-bit chunk is < t; t/2^16 = d/(k − 1), rounded, in [1, 2^16 − 1]."""
+        return min((1 << 16) - 1, max(1, round((1 << 16) * self.subset_size / (self.k - 1))))
+
+    @property
+    def rounding_exponent(self) -> int:
+        """The power of (2^64 + k)/(2^64 − k) in the loss bound: 2(d + 1) for Floyd's d + 1 uniform
+        draws, ⌊(k − 1)/2⌋ for the Bernoulli sampler's fix-up picks (class docstring)."""
+        return 2 * (self.subset_size + 1) if self.method == "floyd" else (self.k - 1) // 2
+
     def loss_bound(self) -> float:
-        """The proven bound on the realized loss: ln((A_in/A_out)(k − d)/d) + 2(d + 1)·ln((2^64 + k)/(2^64 − k))."""
+        """The proven bound on the realized loss: ln((A_in/A_out)(k − d)/d) + e·ln((2^64 + k)/(2^64 − k)),
+        e = ``rounding_exponent``."""
         a_in, a_out = self.cell_sizes
         d = self.subset_size
-        return math.log(a_in / a_out * (self.k - d) / d) + 2 * (d + 1) * math.log1p(2 * self.k / (TWO64 - self.k))
+        return math.log(a_in / a_out * (self.k - d) / d) + self.rounding_exponent * math.log1p(2 * self.k / (TWO64 - self.k))
 
     @property
     def report_columns(self) -> int:  # type: ignore[override]
@@ -1033,12 +1094,20 @@ class SubsetSelection(FrequencyOracle):
         return Fraction(a_in, TWO64), Fraction(a_in * (d - 1) + a_out * d, TWO64 * (self.k - 1))
 
     def sample(self, inputs: np.ndarray, randomness: Draws) -> np.ndarray:
-        """Floyd's algorithm over the k − 1 others, one step per pick for a block of users at once
-        (class docstring). Memory O(block·k) bytes (a membership byte per user and category of the
-        block, packed to k/8 for the report)."""
+        """Floyd's algorithm over the k − 1 others, one step per pick for a block of users at once,
+        or Bernoulli draws and a fix-up (``method``; class docstring). Memory O(block·k) bytes (a
+        membership byte per user and category of the block, packed to k/8 for the report)."""
         idx = self._index(inputs)
         n, k, d = len(idx), self.k, self.subset_size
         inside = randomness.bits(0) < np.uint64(self.cell_sizes[0])
+        if self.method == "bernoulli":
+            out = np.empty((n, (k + 7) // 8), dtype=np.uint8)
+            step = max(1, min(n, 1 << 15, _SS_BERNOULLI_BYTES // k))
+            words, below = np.empty((step, 2 * -(-k // 8)), dtype=np.uint64), np.empty((step, k), dtype=bool)
+            for lo in range(0, n, step):
+                rows = slice(lo, min(n, lo + step))
+                out[rows] = self._bernoulli(idx[rows], inside[rows], randomness, rows if step < n else None, words, below)
+            return out
         give_back = uniform_index(randomness.bits(1), d)
         out = np.empty((n, (k + 7) // 8), dtype=np.uint8)
         step = max(1, min(n, _SS_BLOCK_USERS[1], max(_SS_BLOCK_USERS[0], _SS_BLOCK_BYTES // k)))
@@ -1088,6 +1157,66 @@ class SubsetSelection(FrequencyOracle):
             return np.packbits(member).reshape(n, k // 8)
         return np.packbits(member.reshape(n, k), axis=1)
 
+    def _bernoulli(self, idx: np.ndarray, inside: np.ndarray, randomness: Draws, rows: slice | None, words: np.ndarray, below: np.ndarray) -> np.ndarray:
+        """The packed reports of one block of users by Bernoulli draws and a fix-up (class
+        docstring), all on packed bits; ``words`` and ``below`` are buffers reused across blocks
+        (fresh arrays of megabytes cost more in page faults than the work)."""
+        n, k, d = len(idx), self.k, self.subset_size
+        blocks, row_bytes = -(-k // 8), (k + 7) // 8
+        users = np.arange(n)
+        # lane c of the user's blocks 1 .. ⌈k/8⌉, as 16-bit little-endian words (the layout on any host)
+        lanes = draw_blocks(randomness, 1, blocks, rows, words[:n]).astype("<u8", copy=False).view("<u2")
+        joined = np.less(lanes[:, :k], np.uint16(self.bernoulli_threshold), out=below[:n])
+        packed = np.packbits(joined.reshape(-1)).reshape(n, row_bytes) if k % 8 == 0 else np.packbits(joined, axis=1)
+        x_byte, x_mask = idx >> 3, (np.uint8(0x80) >> (idx & 7).astype(np.uint8))
+        packed[users, x_byte] &= ~x_mask
+        surplus = np.bitwise_count(packed).sum(axis=1, dtype=np.int64) - (d - inside.astype(np.int64))
+        # the pool: the members when some must leave, the other non-members when some must join;
+        # rows padded to whole 8-byte words (its ranks are counted a word at a time)
+        row_words = -(-row_bytes // 8)
+        pool = np.zeros((n, 8 * row_words), dtype=np.uint8)
+        np.bitwise_xor(packed, np.where(surplus < 0, np.uint8(0xFF), np.uint8(0))[:, None], out=pool[:, :row_bytes])
+        if k % 8:
+            pool[:, row_bytes - 1] &= np.uint8((0xFF << (8 - k % 8)) & 0xFF)
+        pool[users, x_byte] &= ~x_mask
+        pool[surplus == 0] = 0
+        per_word = np.bitwise_count(pool.view(np.uint64)).reshape(-1)
+        ranks = np.cumsum(per_word, dtype=np.int64)  # the pool's ranks, over the whole block, in category order
+        ends = ranks[row_words - 1 :: row_words]
+        size = np.bitwise_count(pool.view(np.uint64)).sum(axis=1, dtype=np.int64)
+        starts = ends - size
+        flips = np.abs(surplus)
+        picks = np.minimum(flips, size - flips)
+        if flips.any():
+            total = int(ends[-1])
+            chosen = np.zeros(total + 1, dtype=bool)  # the last entry: where users done picking write
+            for first in range(0, int(picks.max()), _SS_FIX_STEPS):
+                steps = np.arange(first, min(int(picks.max()), first + _SS_FIX_STEPS))
+                fix = draw_blocks(randomness, 1 + blocks + first // 2, -(-len(steps) // 2), rows)[:, : len(steps)]
+                j = (size - picks)[:, None] + steps[None, :]
+                active = steps[None, :] < picks[:, None]
+                at_r = np.where(active, starts[:, None] + uniform_index(fix, j + 1), total).T.copy()
+                at_j = np.where(active, starts[:, None] + j, total).T.copy()
+                for t in range(len(steps)):  # Floyd: a rank already picked → rank j
+                    at = np.where(chosen[at_r[t]], at_j[t], at_r[t])
+                    chosen[at] = True
+            # the picked ranks flip, or (picks = P − |f| < |f|) all the pool's other ranks do
+            keep = flips > size - flips
+            packed[keep] ^= pool[keep, :row_bytes]
+            # rank → category: its word (the ranks' cumulative counts), byte (the word's), bit (a table)
+            picked = np.flatnonzero(chosen[:-1])
+            word = np.searchsorted(ranks, picked, side="right")
+            within = picked - (ranks[word] - per_word[word])
+            in_word = pool.reshape(-1, 8)[word]
+            counts = np.cumsum(np.bitwise_count(in_word), axis=1, dtype=np.int64)
+            byte = np.count_nonzero(counts <= within[:, None], axis=1)
+            before = np.where(byte > 0, counts[np.arange(len(word)), np.maximum(byte - 1, 0)], 0)
+            bit = _SELECT_BIT[in_word[np.arange(len(word)), byte], within - before]
+            row, column = np.divmod(word * 8 + byte, 8 * row_words)
+            np.bitwise_xor.at(packed, (row, column), np.uint8(0x80) >> bit)
+        packed[users, x_byte] |= np.where(inside, x_mask, np.uint8(0))
+        return packed
+
     def log_prob(self, u: np.ndarray | float, w: np.ndarray | float) -> np.ndarray:
         """The log of the *ideal* subset probability on the realized coin (the pick cells' rounding
         moves it by less than 2dk/2^64 relative); −inf off size d."""
@@ -1107,17 +1236,56 @@ class SubsetSelection(FrequencyOracle):
     def support_counts(self, reports: np.ndarray) -> np.ndarray:
         return UnaryEncoding.support_counts(self, reports)  # type: ignore[arg-type]
 
+    @property
+    def virtual_draws(self) -> int:
+        """How many virtual draws the audit enumerates (``draw_cells``): d + 2 for Floyd's
+        sampler; 1 + k + ⌊(k − 1)/2⌋ for the Bernoulli sampler (the coin, a chunk per category,
+        the fix-up's picks)."""
+        return self.subset_size + 2 if self.method == "floyd" else 1 + self.k + (self.k - 1) // 2
+
+    def virtual_bits(self, virtual: Draws, draw: int) -> np.ndarray:
+        """The words ``sample`` reads as ``bits(draw)`` when virtual draw v is ``virtual.bits(v)``
+        (``draw_cells``' numbering), for the audit's stand-in: Floyd's through
+        ``subset_virtual_draw``; the Bernoulli sampler's chunk c is the top 16 bits of virtual
+        draw 1 + c, placed in its lane, and fix-up word i is virtual draw 1 + k + i."""
+        if self.method == "floyd":
+            return virtual.bits(subset_virtual_draw(draw))
+        k, blocks = self.k, -(-self.k // 8)
+        block, high = (draw - HIGH_HALF, 1) if draw >= HIGH_HALF else (draw, 0)
+        n = len(np.asarray(virtual.users))
+        if block == 0:
+            return virtual.bits(0) if not high else np.zeros(n, dtype=np.uint64)
+        if block <= blocks:
+            word = np.zeros(n, dtype=np.uint64)
+            for lane in range(4):
+                c = 8 * (block - 1) + 4 * high + lane
+                if c < k:
+                    word |= (virtual.bits(1 + c) >> np.uint64(48)) << np.uint64(16 * lane)
+            return word
+        i = 2 * (block - 1 - blocks) + high
+        return virtual.bits(1 + k + i) if i < (k - 1) // 2 else np.zeros(n, dtype=np.uint64)
+
     def draw_cells(self, u: float) -> list[np.ndarray]:
         """Virtual draws 0, 1, 2 + s: the coin, the give-back and pick s (``SubsetVirtualDraws``
-        maps them to where ``sample`` reads them)."""
+        maps them to where ``sample`` reads them). Bernoulli sampler: 0 the coin, 1 + c category
+        c's chunk (one cell for the input's own, unread), 1 + k + i fix-up pick i (the union of
+        every modulus' cells: the moduli depend on the chunks)."""
         d, k = self.subset_size, self.k
+        if self.method == "bernoulli":
+            x = int(self._index(np.array([u], dtype=np.float64))[0])
+            chunk = np.array([0, self.bernoulli_threshold << 48], dtype=np.uint64)
+            fix = np.array(sorted({s for m in range(1, k) for s in uniform_index_starts(m)}), dtype=np.uint64)
+            return [np.array([0, self.cell_sizes[0]], dtype=np.uint64)] + [np.zeros(1, dtype=np.uint64) if c == x else chunk for c in range(k)] + [fix] * ((k - 1) // 2)
         cells = [np.array([0, self.cell_sizes[0]], dtype=np.uint64), np.array(uniform_index_starts(d), dtype=np.uint64)]
         cells += [np.array(uniform_index_starts(k - d + s), dtype=np.uint64) for s in range(d)]
         return cells
 
     def ordered_masses(self, x: int) -> dict[bytes, int]:
-        """Per packed report, its exact mass over 2^{64(d+2)}: every coin, give-back and sequence
-        of pick cells, through Floyd's algorithm written out here (small k)."""
+        """Per packed report, its exact mass over 2^{64·virtual_draws}: every coin, give-back and
+        sequence of pick cells, through Floyd's algorithm written out here (small k); for the
+        Bernoulli sampler every chunk pattern, coin and fix-up (``_bernoulli_subset_masses``)."""
+        if self.method == "bernoulli":
+            return _bernoulli_subset_masses(self, x)
         k, d = self.k, self.subset_size
         a_in, a_out = self.cell_sizes
         others = [c for c in range(k) if c != x]
@@ -1140,6 +1308,60 @@ class SubsetSelection(FrequencyOracle):
 
         walk(0, [], 1)
         return out
+
+def _floyd_masses(pool: int, picks: int) -> list[tuple[list[int], int]]:
+    """Every outcome of Floyd's algorithm picking ``picks`` ranks of [0, pool) on
+    ``uniform_index`` draws: (the ranks in pick order, the product of their cell masses)."""
+    out: list[tuple[list[int], int]] = []
+
+    def walk(step: int, taken: list[int], mass: int) -> None:
+        if step == picks:
+            out.append((taken, mass))
+            return
+        j = pool - picks + step
+        for r, size in enumerate(uniform_index_masses(j + 1)):
+            walk(step + 1, [*taken, j if r in taken else r], mass * size)
+
+    walk(0, [], 1)
+    return out
+
+
+def _bernoulli_subset_masses(R: SubsetSelection, x: int) -> dict[bytes, int]:
+    """``SubsetSelection.ordered_masses`` of the Bernoulli sampler, written out from the class docstring: every chunk
+    pattern of the k − 1 others, the coin, and Floyd's picks of the pool (small k)."""
+    import itertools
+
+    k, d, t = R.k, R.subset_size, R.bernoulli_threshold
+    a_in, a_out = R.cell_sizes
+    most = (k - 1) // 2
+    others = [c for c in range(k) if c != x]
+    join, stay = t << 48, ((1 << 16) - t) << 48
+    out: dict[bytes, int] = {}
+    for pattern in itertools.product((False, True), repeat=k - 1):
+        chunk_mass = math.prod(join if p else stay for p in pattern)
+        first = [c for c, p in zip(others, pattern, strict=True) if p]
+        for inside, coin in ((True, a_in), (False, a_out)):
+            surplus = len(first) - (d - int(inside))
+            pool = first if surplus > 0 else [c for c in others if c not in first]
+            flips = abs(surplus)
+            picks = min(flips, len(pool) - flips)
+            for ranks, mass in _floyd_masses(len(pool), picks):
+                picked = {pool[r] for r in ranks}
+                flipped = set(pool) - picked if flips > len(pool) - flips else picked
+                bits = np.zeros(k, dtype=bool)
+                bits[sorted(set(first) ^ flipped)] = True
+                bits[x] = inside
+                key = np.packbits(bits).tobytes()
+                out[key] = out.get(key, 0) + coin * chunk_mass * mass * TWO64 ** (1 + most - picks)
+    return out
+
+
+def subset_sampler(k: int, d: int) -> str:
+    """Subset Selection's sampler for k categories and subsets of size d: "bernoulli" where its
+    O(k) work a user beats Floyd's O(d) steps (measured on the 2-core box, where the break-even
+    d was 4.7–5.6·√k at k = 2^10, 2^12, 2^14 and 2^16): k ≥ 1024 and d² ≥ 25·k; else "floyd". A function of (k, d) only, so a user's report
+    depends on its draws alone."""
+    return "bernoulli" if k >= 1024 and d * d >= 25 * k else "floyd"
 
 
 def subset_virtual_draw(draw: int) -> int:

@@ -118,8 +118,9 @@ def ceil_share(total: int, epsilon: float | Fraction | Decimal, k: int) -> int:
         return int(quotient.to_integral_value(rounding=ROUND_CEILING))
 
 
-def uniform_index(bits: np.ndarray, m: int) -> np.ndarray:
-    """⌊X·m/2^64⌋ for uint64 draws X and 1 ≤ m < 2^32, exactly (int64): an index in [0, m), value
+def uniform_index(bits: np.ndarray, m: int | np.ndarray) -> np.ndarray:
+    """⌊X·m/2^64⌋ for uint64 draws X and 1 ≤ m < 2^32 (one m, or one per draw, broadcast),
+    exactly (int64): an index in [0, m), value
     i from exactly ``uniform_index_masses(m)[i]`` draws (⌊2^64/m⌋ or ⌈2^64/m⌉; exactly uniform
     when m is a power of two). Two 32-bit halves: x·m's high word without a 128-bit product.
     The one way an index is drawn from a 64-bit draw (Subset Selection's picks, the sampled
@@ -129,7 +130,7 @@ def uniform_index(bits: np.ndarray, m: int) -> np.ndarray:
     [0, 1, 2]
     """
     x = np.asarray(bits, dtype=np.uint64)
-    m64 = np.uint64(m)
+    m64 = np.asarray(m, dtype=np.uint64)
     s32 = np.uint64(32)
     high = (x >> s32) * m64  # < 2^64: both factors < 2^32
     low = ((x & np.uint64(0xFFFFFFFF)) * m64) >> s32

@@ -39,6 +39,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Protocol
@@ -188,10 +190,15 @@ def _as_words(values: np.ndarray | int, n: int) -> np.ndarray:
     return a if a.shape == (n,) else np.broadcast_to(a, (n,))
 
 
-def _prf_into(key: bytes, users: np.ndarray, counters: np.ndarray | int, draw: int, out: np.ndarray, uniform: bool) -> None:
+def _prf_into(
+    key: bytes, users: np.ndarray, counters: np.ndarray | int, draw: int, out: np.ndarray | None, uniform: bool,
+    consume: Callable[[np.ndarray, int, int], None] | None = None,
+) -> None:
     """AES_key(user ‖ counter ‖ draw) for every user, written into ``out`` (n entries, any
     strides): the first 64 bits of each ciphertext block (``uniform=False``, ``out`` uint64), or
-    the uniform (2k + 1)·2^-53 of their top 52 bits k (``uniform=True``, ``out`` float64).
+    the uniform (2k + 1)·2^-53 of their top 52 bits k (``uniform=True``, ``out`` float64); or,
+    with ``consume`` (and ``out`` None), handed chunk by chunk to ``consume(words, lo, hi)`` (the
+    words of users lo .. hi − 1, a strided view valid during the call only).
 
     The blocks are built, encrypted (ECB) and read out in chunks of ``_PRF_CHUNK`` users, in two
     scratch buffers of this call (nothing is shared between calls or threads). The words are
@@ -217,7 +224,7 @@ def _prf_into(key: bytes, users: np.ndarray, counters: np.ndarray | int, draw: i
         low = np.uint64(draw)
     else:
         blocks[:, 1] = (int(counters) << DRAW_BITS) | int(draw)
-    words = out.view(np.uint64)
+    words = out.view(np.uint64) if out is not None else np.empty(0, dtype=np.uint64)  # unused with ``consume``
     for lo in range(0, n, size):
         hi = min(n, lo + size)
         b = blocks[: hi - lo]
@@ -227,7 +234,9 @@ def _prf_into(key: bytes, users: np.ndarray, counters: np.ndarray | int, draw: i
             if draw:
                 b[:, 1] |= low
         encrypt(plain[: 16 * (hi - lo)], raw[: 16 * (hi - lo) + 16])
-        if uniform:
+        if consume is not None:
+            consume(first[: hi - lo], lo, hi)
+        elif uniform:
             _uniform_from_words(first[: hi - lo], words[lo:hi])
         else:
             words[lo:hi] = first[: hi - lo]
@@ -289,6 +298,16 @@ class UserRandomness:
 
     def bits(self, draw: int = 0) -> np.ndarray:
         return prf_words(self.key, np.asarray(self.users, dtype=np.int64), self.counters, draw)
+
+    def bits_chunks(self, draw: int, consume: Callable[[np.ndarray, int, int], None]) -> None:
+        """``bits(draw)`` handed over chunk by chunk, as the PRF makes it: ``consume(words, lo, hi)``
+        for users lo .. hi − 1 (``words`` valid during the call only). A sampler that reads one
+        word per user fuses its arithmetic with the draw this way (no word array written and read
+        back); ``each_chunk`` falls back to one call on ``bits(draw)`` for a stand-in."""
+        if type(self).bits is not UserRandomness.bits:
+            consume(self.bits(draw), 0, len(self.users))
+            return
+        _prf_into(self.key, np.asarray(self.users, dtype=np.int64), self.counters, draw, None, uniform=False, consume=consume)
 
     def uniform(self, draw: int = 0) -> np.ndarray:
         """(2k + 1)·2^-53 with k the top 52 bits of ``bits(draw)``: strictly inside (0, 1) (the
@@ -444,18 +463,31 @@ def prf_block_matrix(key: bytes, users: np.ndarray, counters: np.ndarray | int, 
     high: Any = np.left_shift(_as_words(counters, n), _S16) if per_user else np.uint64(int(counters) << DRAW_BITS)
     draws = np.arange(first, first + count, dtype=np.uint64)
     rows = max(1, _MATRIX_BLOCKS // count)
-    scratch = np.empty(2 * min(n, rows) * count + 2, dtype="<u8")  # update_into needs room for one extra block
-    raw = scratch.data.cast("B")
-    flat = out.reshape(-1)
+    # The blocks are built in ``out`` itself and encrypted in place, a chunk at a time while it is
+    # in cache (OpenSSL allows output = input), with no copy out of a scratch buffer. update_into
+    # wants room for one block more than its input: the last block of ``out`` goes through a
+    # 32-byte scratch instead.
+    blocks = out.reshape(n, count, 2).view(np.dtype("<u8"))  # the blocks' bytes are little-endian words
+    raw = out.data.cast("B")
+    total = 16 * n * count
+    tail = bytearray(32)
     encrypt = _encryptor(key).update_into
     for lo in range(0, n, rows):
         hi = min(n, lo + rows)
-        m = (hi - lo) * count
-        b = scratch[: 2 * m].reshape(hi - lo, count, 2)
+        b = blocks[lo:hi]
         b[:, :, 0] = ids[lo:hi, None]
         np.bitwise_or(high[lo:hi, None] if per_user else high, draws[None, :], out=b[:, :, 1])
-        encrypt(raw[: 16 * m], raw[: 16 * m + 16])  # in place, in cache (OpenSSL allows output = input)
-        flat[2 * lo * count : 2 * (lo * count + m)] = scratch[: 2 * m]
+        start, end = 16 * lo * count, 16 * hi * count
+        if end < total:
+            encrypt(raw[start:end], raw[start : end + 16])
+            continue
+        if end - 16 > start:
+            encrypt(raw[start : end - 16], raw[start:end])
+        tail[:16] = raw[end - 16 : end]
+        encrypt(bytes(tail[:16]), tail)
+        raw[end - 16 : end] = tail[:16]
+    if sys.byteorder != "little":  # pragma: no cover - the words are the little-endian reading of the bytes
+        out.byteswap(inplace=True)
     return out
 
 
@@ -481,6 +513,17 @@ def prf_pair_blocks(key: bytes, users: np.ndarray, counters: np.ndarray | int, d
         raw = blocks.data.cast("B")
         _encryptor(key).update_into(raw[: 16 * n], raw)
     return pairs.astype(np.uint64, copy=True)
+
+
+def each_chunk(randomness: Draws, draw: int, consume: Callable[[np.ndarray, int, int], None]) -> None:
+    """``consume(words, lo, hi)`` over all users' ``bits(draw)``: chunk by chunk through the
+    object's own ``bits_chunks`` when it has one (``UserRandomness``), else once, on ``bits(draw)``
+    (the audits' stand-ins)."""
+    fast = getattr(randomness, "bits_chunks", None)
+    if fast is not None:
+        fast(int(draw), consume)
+        return
+    consume(np.asarray(randomness.bits(int(draw)), dtype=np.uint64), 0, len(np.asarray(randomness.users)))
 
 
 def draw_blocks(randomness: Draws, first: int, count: int, rows: slice | None = None, out: np.ndarray | None = None) -> np.ndarray:

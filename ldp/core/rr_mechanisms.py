@@ -22,7 +22,7 @@ import numpy as np
 from ldp.core.errors import ParameterError, require_epsilon
 from ldp.core.queries import Query
 from ldp.core.randomizer_base import SAMPLER_BLOCK, TWO64, Randomizer, SpecView, register_randomizer, rr_cells, rr_draw, rr_log
-from ldp.core.rng import Draws
+from ldp.core.rng import Draws, each_chunk
 
 __all__ = ["BinaryRandomizedResponse", "KaryRandomizedResponse", "RecordRandomizedResponse", "category_index"]
 
@@ -87,16 +87,21 @@ class BinaryRandomizedResponse(Randomizer):
     def sample(self, inputs: np.ndarray, randomness: Draws) -> np.ndarray:
         # rr_draw at k = 2: flip (report 1 − u) iff X ≥ A, i.e. [u ≠ 0] XOR [X ≥ A], in
         # cache-sized blocks written straight into the report array.
-        a, _ = self.cell_sizes
-        u, x = np.asarray(inputs), randomness.bits(0)
-        if u.shape != x.shape:  # broadcast inputs: the formula as written
-            return ((u != 0) ^ (x >= np.uint64(a))).view(np.uint8)
-        a64 = np.uint64(a)
-        out = np.empty(x.shape, dtype=np.bool_)
-        for lo in range(0, len(x), SAMPLER_BLOCK):
-            hi = lo + SAMPLER_BLOCK
-            flip = np.greater_equal(x[lo:hi], a64, out=out[lo:hi])
-            flip ^= u[lo:hi] != 0
+        # the draw fused with the comparison (``each_chunk``): no word array written and read back
+        a64 = np.uint64(self.cell_sizes[0])
+        u = np.asarray(inputs)
+        n = len(np.asarray(randomness.users))
+        if u.shape != (n,):  # broadcast inputs: the formula as written
+            return ((u != 0) ^ (randomness.bits(0) >= a64)).view(np.uint8)
+        out = np.empty(n, dtype=np.bool_)
+
+        def flip(words: np.ndarray, lo: int, hi: int) -> None:
+            for start in range(lo, hi, SAMPLER_BLOCK):
+                end = min(hi, start + SAMPLER_BLOCK)
+                got = np.greater_equal(words[start - lo : end - lo], a64, out=out[start:end])
+                got ^= u[start:end] != 0
+
+        each_chunk(randomness, 0, flip)
         return out.view(np.uint8)
 
     def log_prob(self, u: np.ndarray | float, w: np.ndarray | float) -> np.ndarray:

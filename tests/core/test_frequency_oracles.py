@@ -259,6 +259,7 @@ def _oracles(eps: float, k: int) -> list:
         OptimizedLocalHashing(eps, cats),
         HadamardResponse(eps, cats),
         SubsetSelection(eps, cats),
+        SubsetSelection(eps, cats, sampler="bernoulli"),
         KaryRandomizedResponse(eps, cats),
     ]
 

@@ -648,7 +648,7 @@ def test_subset_selection_reports_do_not_depend_on_its_blocks_or_its_bookkeeping
     give-back forgotten (an inside user keeps all d picks, d + 1 members) — is caught."""
     from ldp.core import frequency_oracles as fo
 
-    R = fo.SubsetSelection(epsilon, tuple(float(c) for c in range(k)))
+    R = fo.SubsetSelection(epsilon, tuple(float(c) for c in range(k)), sampler="floyd")
     n = 3_000
     inputs = (np.arange(n) % k).astype(np.float64)
     draws = RandomSource(11).for_request("ss", 0, np.arange(n))

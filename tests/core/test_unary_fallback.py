@@ -107,6 +107,42 @@ def test_fast_block_paths_give_the_aes_blocks() -> None:
     assert np.array_equal(block_pairs(plain, rows, draws), pairs)
     with pytest.raises(ValueError, match="draw indices"):
         prf_block_matrix(key, users, 0, MAX_DRAWS - 1, 2)
+    # many chunks (blocks built and encrypted in place, chunk by chunk; the last block through a
+    # scratch), into a caller's buffer: the same blocks
+    many = np.arange(9000, dtype=np.int64) * 3
+    buffer = np.empty((9000, 2 * 12), dtype=np.uint64)
+    got = prf_block_matrix(key, many, 4, 1, 12, buffer)
+    assert got is buffer
+    assert all(np.array_equal(got[:, 2 * j], prf_words(key, many, 4, 1 + j)) for j in range(12))
+    assert np.array_equal(got[-1, 22:], prf_pair_blocks(key, many[-1:], 4, np.array([12]))[0])  # the very last block
+
+
+def test_each_chunk_hands_over_the_draws_as_the_prf_makes_them() -> None:
+    """``each_chunk``: the real draws chunk by chunk (together ``bits(draw)``), a stand-in's in one
+    call; binary randomized response, which reads its draw this way, reports the same through both."""
+    from ldp.core.rng import each_chunk
+    from ldp.core.rr_mechanisms import BinaryRandomizedResponse
+
+    key = derive_key_bytes("chunks")
+    users = np.arange(100_000, dtype=np.int64)
+    real = UserRandomness(key, users, users % 13)
+    seen: list[tuple[int, int]] = []
+    words = np.zeros(len(users), dtype=np.uint64)
+
+    def keep(chunk: np.ndarray, lo: int, hi: int) -> None:
+        seen.append((lo, hi))
+        words[lo:hi] = chunk
+
+    each_chunk(real, 3, keep)
+    assert len(seen) > 1 and seen[0][0] == 0 and seen[-1][1] == len(users)
+    assert all(a[1] == b[0] for a, b in zip(seen, seen[1:], strict=False))
+    assert np.array_equal(words, real.bits(3))
+    seen.clear()
+    each_chunk(FixedRandomness({3: words}, len(users)), 3, keep)
+    assert seen == [(0, len(users))]
+    R = BinaryRandomizedResponse(0.8)
+    x = (users % 2).astype(np.float64)
+    assert np.array_equal(R.sample(x, real), R.sample(x, FixedRandomness({0: real.bits(0)}, len(users))))
 
 
 # --- the layout ---
@@ -197,7 +233,9 @@ def test_every_bit_has_its_law_and_a_tie_as_zero_is_seen(broken: Callable[[TieRu
 
 
 @pytest.mark.parametrize("k", [16, 1000])
-def test_a_users_report_does_not_depend_on_the_batch(k: int) -> None:
+def test_a_users_report_does_not_depend_on_the_batch(k: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nor on how many tied bits are answered at once (every row block's, or the whole call's),
+    nor on the row blocks themselves; a PRR-chosen threshold (the longitudinal IRR) likewise."""
     R = OptimizedUnaryEncoding(1.0, tuple(range(k)))
     users = np.arange(3000, dtype=np.int64) * 5 + 1
     counters = np.arange(3000, dtype=np.int64) % 17
@@ -210,3 +248,10 @@ def test_a_users_report_does_not_depend_on_the_batch(k: int) -> None:
     plain = FixedRandomness({d: blocks[:, 2 * (d % HIGH_HALF) + d // HIGH_HALF] for d in unary_word_draws(k, 16)}, len(users))
     assert np.array_equal(whole, R.sample(x, plain))  # the same blocks through bits(): the same report
     assert np.array_equal(unary_coins(plain, k, 16, *R.thresholds, mine=(users % k)), whole)
+    chosen = np.packbits((np.arange(3000)[:, None] * 31 + np.arange(k)[None, :]) % 7 == 0, axis=1)
+    irr = unary_coins(UserRandomness(key, users, counters), k, 16, 40_000, 9_000, chosen=chosen)
+    for ties, block in ((1, 1 << 18), (1 << 40, 1 << 18), (1, 1 << 12)):
+        monkeypatch.setattr(fo, "_UNARY_TIES", ties)
+        monkeypatch.setattr(fo, "_UNARY_BLOCK", block)
+        assert np.array_equal(R.sample(x, UserRandomness(key, users, counters)), whole), (ties, block)
+        assert np.array_equal(unary_coins(UserRandomness(key, users, counters), k, 16, 40_000, 9_000, chosen=chosen), irr), (ties, block)
