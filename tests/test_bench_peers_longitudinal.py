@@ -82,3 +82,28 @@ def test_wrong_q_is_caught() -> None:
     assert script.within_ci(good), good
     assert not script.within_ci(broken), broken
     assert broken["mse_over_theory"] > 10
+
+
+def test_a_peer_that_fails_is_shown_as_failed_and_the_run_goes_on(tmp_path: Path) -> None:
+    """A peer whose own code raises on a cell (multi-freq-ldpy's RS+FD[OUE-z] aggregator divides by
+    the sum of its estimates, 0 at k = 2 on its 50-user warm-up: ``--full`` stopped there) is that
+    cell's result: ``peer_cell`` returns the error, the table shows it in place of the peer's rate
+    and no ratio, and every other cell is paired as before."""
+    script = _script()
+
+    def boom(job: dict[str, Any]) -> dict[str, Any]:
+        raise ZeroDivisionError("division by zero")
+
+    script.peer_worker = boom
+    assert script.peer_cell({"table": "mdim"}) == {"error": "ZeroDivisionError: division by zero"}
+    job = dict(table="mdim", protocol="RS+FD[OUE-z]′", oracle="oue-z", d=2, k=2, eps=1.0, n=100_000, reps=10, budget_s=1.0)
+    rows = script.peer_rows([job], [{"error": "ZeroDivisionError: division by zero"}])
+    assert len(rows) == 1 and "users_per_s" not in rows[0] and rows[0]["note"] == "the peer failed: ZeroDivisionError: division by zero"
+    ldp = dict(table="mdim", protocol="RS+FD[OUE-z]′", estimator="mi/oue-z", k=2, d=2, eps=1.0, eps_1="", periods=1, n=100_000, side="ldp", users_per_s=1e6, n_run=100_000, mse_over_theory=1.0, se=0.01, note="")
+    (line,) = script.paired([ldp, *rows])
+    assert line["ratio"] != line["ratio"]  # NaN: no peer rate to divide by
+    script.write_markdown([ldp, *rows], tmp_path / "t.md")
+    text = (tmp_path / "t.md").read_text(encoding="utf-8")
+    assert "the peer failed: ZeroDivisionError" in text and "| — |" in text
+    script.write_csv([ldp, *rows], tmp_path / "t.csv")
+    script.plot([ldp, *rows], tmp_path / "t.png")

@@ -203,22 +203,27 @@ def category_index(kind: str, categories: tuple[float, ...], values: np.ndarray)
     >>> category_index("olh", (0.5, 2.0, 7.0), np.array([7.0, 0.5])).tolist()
     [2, 0]
     """
-    cats = np.asarray(categories)
     k, low = len(categories), categories[0]
     v = np.asarray(values, dtype=np.float64)
     if k > 4 and consecutive_integers(categories):
-        # consecutive integers (sorted, distinct): the index is the value's offset, no search
+        # consecutive integers (sorted, distinct): the index is the value's offset, no search, and
+        # the category at an index is low + index (no k-entry array built per call: at k = 2^16
+        # converting the tuple cost ≈ 2 ms, 20 ns a user of a 10^5-user batch)
         with np.errstate(invalid="ignore"):  # NaN/inf cast to some integer, then fail the check below
             idx = (v if low == 0 else v - low).astype(np.int64)  # v − 0 truncates like v (−0 too)
         np.clip(idx, 0, k - 1, out=idx)
-    elif k <= 4:  # a few comparisons beat a binary search: idx = #{categories below the value}
-        idx = np.zeros(v.shape, dtype=np.int64)
-        for c in cats[:-1]:
-            idx += v > c
+        ok = (idx == v) if low == 0 else (idx + low == v)
     else:
-        idx = np.searchsorted(cats, v)
-        np.minimum(idx, k - 1, out=idx)
-    if not (cats[idx] == v).all():
+        cats = np.asarray(categories)
+        if k <= 4:  # a few comparisons beat a binary search: idx = #{categories below the value}
+            idx = np.zeros(v.shape, dtype=np.int64)
+            for c in cats[:-1]:
+                idx += v > c
+        else:
+            idx = np.searchsorted(cats, v)
+            np.minimum(idx, k - 1, out=idx)
+        ok = cats[idx] == v
+    if not ok.all():
         raise ParameterError(f"{kind}: an input is not one of the categories {categories[:8]}")
     return idx
 
@@ -344,7 +349,10 @@ class KaryRandomizedResponse(Randomizer):
     def sample(self, inputs: np.ndarray, randomness: Draws) -> np.ndarray:
         a, b = self.cell_sizes
         idx = self._index(np.asarray(inputs, dtype=np.float64))
-        return np.asarray(self.categories)[rr_draw(idx, randomness.bits(0), a, b)]
+        out = rr_draw(idx, randomness.bits(0), a, b)
+        if consecutive_integers(self.categories):  # category j is low + j: no k-entry array per call
+            return (out + self.categories[0]).astype(np.float64, copy=False)
+        return np.asarray(self.categories)[out]
 
     def log_prob(self, u: np.ndarray | float, w: np.ndarray | float) -> np.ndarray:
         a, b = self.cell_sizes
