@@ -231,17 +231,24 @@ def _probe_olh(R: OptimizedLocalHashing, rng: np.random.Generator, x: np.ndarray
     return ""
 
 
+def _floyd_reference(words: list[int], pool: int, picks: int) -> list[int]:
+    """Floyd's algorithm by its definition, in Python: ``picks`` ranks of [0, pool) in pick order,
+    pick s from word s as ⌊X·(j + 1)/2^64⌋, j = pool − picks + s (j itself if already taken)."""
+    taken: list[int] = []
+    for s in range(picks):
+        j = pool - picks + s
+        r = words[s] * (j + 1) >> 64
+        taken.append(j if r in taken else r)
+    return taken
+
+
 def _subset_reference(R: SubsetSelection, x_i: int, coin: int, back: int, picks: list[int]) -> np.ndarray:
     """The subset Subset Selection must report, by its definition: Floyd's algorithm over the
     k − 1 other categories with these pick words, then, iff the coin is inside, the pick ``back``
     selects given back and the input added."""
     d, k = R.subset_size, R.k
     others = [c for c in range(k) if c != x_i]
-    taken: list[int] = []
-    for s in range(d):
-        j = k - 1 - d + s
-        r = picks[s] * (j + 1) >> 64
-        taken.append(j if r in taken else r)
+    taken = _floyd_reference(picks, k - 1, d)
     inside = coin < R.cell_sizes[0]
     if inside:
         del taken[back * d >> 64]
@@ -264,12 +271,7 @@ def _bernoulli_subset_reference(R: SubsetSelection, x_i: int, coin: int, chunks:
     others = np.arange(k) != x_i
     pool = np.flatnonzero(member if surplus > 0 else ~member & others)
     flips = abs(surplus)
-    picks = min(flips, len(pool) - flips)
-    taken: list[int] = []
-    for i in range(picks):
-        j = len(pool) - picks + i
-        r = fix[i] * (j + 1) >> 64
-        taken.append(j if r in taken else r)
+    taken = _floyd_reference(fix, len(pool), min(flips, len(pool) - flips))
     flipped = np.zeros(k, dtype=bool)
     flipped[pool[taken]] = True
     if flips > len(pool) - flips:

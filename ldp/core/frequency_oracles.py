@@ -1180,18 +1180,18 @@ class SubsetSelection(FrequencyOracle):
             pool[:, row_bytes - 1] &= np.uint8((0xFF << (8 - k % 8)) & 0xFF)
         pool[users, x_byte] &= ~x_mask
         pool[surplus == 0] = 0
-        per_word = np.bitwise_count(pool.view(np.uint64)).reshape(-1)
+        per_word = np.bitwise_count(pool.view(np.uint64))
+        size = per_word.sum(axis=1, dtype=np.int64)
+        per_word = per_word.reshape(-1)
         ranks = np.cumsum(per_word, dtype=np.int64)  # the pool's ranks, over the whole block, in category order
-        ends = ranks[row_words - 1 :: row_words]
-        size = np.bitwise_count(pool.view(np.uint64)).sum(axis=1, dtype=np.int64)
-        starts = ends - size
+        starts = ranks[row_words - 1 :: row_words] - size
         flips = np.abs(surplus)
         picks = np.minimum(flips, size - flips)
         if flips.any():
-            total = int(ends[-1])
+            total, most = int(ranks[-1]), int(picks.max())
             chosen = np.zeros(total + 1, dtype=bool)  # the last entry: where users done picking write
-            for first in range(0, int(picks.max()), _SS_FIX_STEPS):
-                steps = np.arange(first, min(int(picks.max()), first + _SS_FIX_STEPS))
+            for first in range(0, most, _SS_FIX_STEPS):
+                steps = np.arange(first, min(most, first + _SS_FIX_STEPS))
                 fix = draw_blocks(randomness, 1 + blocks + first // 2, -(-len(steps) // 2), rows)[:, : len(steps)]
                 j = (size - picks)[:, None] + steps[None, :]
                 active = steps[None, :] < picks[:, None]
@@ -1291,23 +1291,16 @@ class SubsetSelection(FrequencyOracle):
         others = [c for c in range(k) if c != x]
         back = uniform_index_masses(d)
         out: dict[bytes, int] = {}
-
-        def walk(s: int, taken: list[int], mass: int) -> None:
-            if s == d:
-                for inside, coin in ((True, a_in), (False, a_out)):
-                    for g in range(d) if inside else range(1):
-                        bits = np.zeros(k, dtype=bool)
-                        bits[[others[o] for i, o in enumerate(taken) if not (inside and i == g)]] = True
-                        bits[x] = inside
-                        key = np.packbits(bits).tobytes()
-                        out[key] = out.get(key, 0) + mass * coin * (back[g] if inside else TWO64)
-                return
-            j = k - 1 - d + s
-            for r, size in enumerate(uniform_index_masses(j + 1)):
-                walk(s + 1, [*taken, j if r in taken else r], mass * size)
-
-        walk(0, [], 1)
+        for taken, mass in _floyd_masses(k - 1, d):  # the d picks of the k − 1 others, in pick order
+            for inside, coin in ((True, a_in), (False, a_out)):
+                for g in range(d) if inside else range(1):
+                    bits = np.zeros(k, dtype=bool)
+                    bits[[others[o] for i, o in enumerate(taken) if not (inside and i == g)]] = True
+                    bits[x] = inside
+                    key = np.packbits(bits).tobytes()
+                    out[key] = out.get(key, 0) + mass * coin * (back[g] if inside else TWO64)
         return out
+
 
 def _floyd_masses(pool: int, picks: int) -> list[tuple[list[int], int]]:
     """Every outcome of Floyd's algorithm picking ``picks`` ranks of [0, pool) on
