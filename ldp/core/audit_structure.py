@@ -21,6 +21,7 @@ import numpy as np
 from ldp.core.audit import ExactAudit, FixedRandomness, exp_bounds, log_ratio, verify_exact
 from ldp.core.errors import ParameterError
 from ldp.core.frequency_oracles import (
+    HEAD_BITS,
     FrequencyOracle,
     HadamardResponse,
     OptimizedLocalHashing,
@@ -38,8 +39,8 @@ __all__ = ["Enumerated", "enumerated", "structure_probe", "verify_structure"]
 
 class _VirtualRandomness:
     """Unary encodings on the audit's terms: virtual draw j's top b bits are bit j's X_j, placed
-    where the real sampler reads it (``unary_word``: its top byte in a main draw, its low b − 8
-    bits in the fallback stream, read on a tie) — a fixed relabelling of the randomness, so the
+    where the real sampler reads it (``unary_word``: its top 16 bits in a main draw, its low b − 16
+    bits, if any, in the fallback stream, read on a tie) — a fixed relabelling of the randomness, so the
     cells of every virtual draw are intervals [0, T_j·2^{64−b}) and [T_j·2^{64−b}, 2^64) and
     ``verify_exact`` enumerates both parts of X_j, the fallback bits included."""
 
@@ -183,12 +184,12 @@ def _random_words(rng: np.random.Generator, n: int) -> np.ndarray:
 
 def _probe_unary(R: UnaryEncoding, rng: np.random.Generator, x: np.ndarray, inputs: np.ndarray) -> str:
     """Bit j of the report must be 1[X_j < T_j], X_j read where the layout puts it (``unary_word``:
-    top byte in a main draw, low b − 8 bits in the fallback stream). A third of the X_j tie the
-    threshold's top byte (so the fallback decides), and each user's own X and one other sit right
-    at a threshold (T − 1 or T)."""
+    top 16 bits in a main draw, low b − 16 bits, if any, in the fallback stream). A third of the X_j
+    tie the threshold's top 16 bits (so the fallback decides; at b = 16 they equal the threshold),
+    and each user's own X and one other sit right at a threshold (T − 1 or T)."""
     n = len(x)
     b, k = R.chunk_bits, R.k
-    r = b - 8
+    r = b - HEAD_BITS
     t_in, t_out = R.thresholds
     j = np.arange(k)
     t = np.where(j[None, :] == x[:, None], np.uint64(t_in), np.uint64(t_out))
@@ -201,7 +202,7 @@ def _probe_unary(R: UnaryEncoding, rng: np.random.Generator, x: np.ndarray, inpu
     bits = {d: unary_word(d, k, b, lambda jj: X[:, jj]) for d in unary_word_draws(k, b)}
     got = np.unpackbits(R.sample(inputs, FixedRandomness(bits, n)), axis=1, count=k).astype(bool)
     if not np.array_equal(got, X < t):
-        return "a bit of the sampler is not 1[its own X_j < its threshold] (top byte first, the fallback bits on a tie)"
+        return "a bit of the sampler is not 1[its own X_j < its threshold] (top 16 bits first, the fallback bits on a tie)"
     return ""
 
 

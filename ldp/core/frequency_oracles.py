@@ -44,19 +44,23 @@ integer cells, as ``rr_cells`` does; no float threshold is ever compared with a 
 
 - Unary encodings: bit j is y_j = 1[X_j < T_j] with T_j = T_in if j = u else T_out, X_j a
   uniform b-bit integer (b ∈ {16, 32, 64}, the smallest whose cells are tight, ``chunk_bits``),
-  read top byte first (``unary_coins``; issue 27): X_j = H_j·2^{b−8} + L_j, and
-  X_j < T ⟺ H_j < T_hi or (H_j = T_hi and L_j < T_lo) with T = T_hi·2^{b−8} + T_lo, so L_j is
-  read only on a tie (probability 2^-8) and the law of every bit is exactly T_j/2^b.
-  *Draw layout* (k bits, r = b − 8; every draw is a whole 128-bit AES block, both halves used;
-  ``unary_draws`` = ⌈k/16⌉ + ⌈r·k/128⌉ draw indices, ≤ 2^15 for every k ≤ 2^16 and b;
-  ``unary_word`` builds it from chosen X_j, for the audits): **main** blocks 0 .. ⌈k/16⌉ − 1,
-  H_j = byte (j mod 16) of block ⌊j/16⌋ (bytes 0–7 its first 64 bits, ``bits(d)``, little-endian);
-  **fallback** blocks ⌈k/16⌉, …, read as one little-endian bit stream (each block's low half, then
-  its high half) in which L_j is bits r·j .. r·j + r − 1 (one slot per bit: two tied bits of a
-  user never share a bit, and no bit of a main block is read again). The fallback blocks are
-  computed only for the tied (user, bit) pairs (``ldp.core.rng.block_pairs``, one AES call for
-  all of them), the main ones in few AES calls (``draw_blocks``): 16 bits per AES block instead of
-  4, and ≈ k/256 extra blocks per user. A ``Draws`` without block methods (the audits' stand-ins)
+  read top 16 bits first (``unary_coins``; issue 27): X_j = H_j·2^{b−16} + L_j, and
+  X_j < T ⟺ H_j < T_hi or (H_j = T_hi and L_j < T_lo) with T = T_hi·2^{b−16} + T_lo, so L_j is
+  read only on a tie (probability 2^-16) and the law of every bit is exactly T_j/2^b. At b = 16
+  (every ε the unary encodings are used at in practice) H_j is X_j: one comparison, no tie.
+  *Draw layout* (k bits, r = b − 16; every draw is a whole 128-bit AES block, both halves used;
+  ``unary_draws`` = ⌈k/8⌉ + ⌈r·k/128⌉ draw indices, ≤ 2^15 for every k ≤ 2^16 and b;
+  ``unary_word`` builds it from chosen X_j, for the audits): **main** blocks 0 .. ⌈k/8⌉ − 1,
+  H_j = 16-bit lane (j mod 8) of block ⌊j/8⌋ (lanes 0–3 its first 64 bits, ``bits(d)``,
+  little-endian); **fallback** blocks ⌈k/8⌉, … (b > 16 only), read as one little-endian bit
+  stream (each block's low half, then its high half) in which L_j is bits r·j .. r·j + r − 1 (one
+  slot per bit: two tied bits of a user never share a bit, and no bit of a main block is read
+  again). The fallback blocks are computed only for the tied (user, bit) pairs
+  (``ldp.core.rng.block_pairs``, one AES call for all of them), the main ones in few AES calls
+  (``draw_blocks``): 8 coins per AES block. (An 8-bit head, 16 coins a block, was the layout
+  before: it read half the blocks but tied 2^-8 of the coins, and finding and answering those
+  ties cost more than the blocks saved: L-OUE at k = 1024 went 2.9 → 1.9 µs a user with this one,
+  docs/benchmarks.md.) A ``Draws`` without block methods (the audits' stand-ins)
   is read through ``bits``: the high half of block d is ``bits(d + HIGH_HALF)``, HIGH_HALF = 2^15
   (``ldp.core.rng``), an index the real samplers never read.
   OUE: T_in = 2^{b−1}, T_out = ⌈2^b/(e^ε+1)⌉ (``ceil_share``); SUE: T_out = ⌈2^b/(e^{ε/2}+1)⌉
@@ -275,7 +279,7 @@ def choose_oracle(k: int, epsilon: float, prefer: str = "olh") -> str:
 
 @dataclass(frozen=True)
 class UnaryEncoding(FrequencyOracle):
-    """k bits, bit j = 1[X_j < T_j], X_j uniform b-bit integers read top byte first (``unary_coins``; module docstring)."""
+    """k bits, bit j = 1[X_j < T_j], X_j uniform b-bit integers read top 16 bits first (``unary_coins``; module docstring)."""
 
     epsilon: float
     categories: tuple[float, ...]
@@ -324,7 +328,7 @@ class UnaryEncoding(FrequencyOracle):
         return self.bit_probabilities()
 
     def sample(self, inputs: np.ndarray, randomness: Draws) -> np.ndarray:
-        """Packed bits: bit j = 1[X_j < T_j] (``unary_coins``: X_j's top byte first, the rest only on a tie)."""
+        """Packed bits: bit j = 1[X_j < T_j] (``unary_coins``: X_j's top 16 bits first, the rest only on a tie)."""
         idx = self._index(inputs)
         t_in, t_out = self.thresholds
         return unary_coins(randomness, self.k, self.chunk_bits, t_in, t_out, mine=idx)
@@ -371,15 +375,17 @@ _SS_FIX_STEPS = 256
 SS_SAMPLERS = ("auto", "floyd", "bernoulli")
 # _SELECT_BIT[v, q]: the position (0: the most significant, packbits' first) of the q-th set bit of byte v
 _SELECT_BIT = np.array([[([p for p in range(8) if v >> (7 - p) & 1] + [0] * 8)[q] for q in range(8)] for v in range(256)], dtype=np.uint8)
-_UNARY_BLOCK = 1 << 18  # first bytes per row block of ``unary_coins`` (users × bits): 256 KiB, in L2 (measured best of 2^18–2^22)
+HEAD_BITS = 16  # ``unary_coins`` compares the top 16 bits of each X_j first: all of it at b = 16
+_UNARY_BLOCK = 1 << 18  # head bytes per row block of ``unary_coins`` (users × bits × 2): 256 KiB, in L2 (measured best of 2^17–2^20)
 _UNARY_TIES = 1 << 16  # ``unary_coins`` answers its ties in batches of about this many (bounded memory, few calls)
 
 
 def unary_draws(k: int, b: int) -> int:
     """How many draw indices (0, 1, …; whole AES blocks) ``unary_coins`` reads per report for k
-    bits on b-bit cells: ⌈k/16⌉ main blocks, then ⌈(b − 8)·k/128⌉ fallback blocks (module
-    docstring). At most 2^15 = ``HIGH_HALF`` for every k ≤ 2^16 and b ∈ {16, 32, 64}."""
-    return -(-k // 16) + -(-(b - 8) * k // 128)
+    bits on b-bit cells: ⌈k/8⌉ main blocks, then ⌈(b − 16)·k/128⌉ fallback blocks (module
+    docstring): b·k/128 in all, rounded up. At most 2^15 = ``HIGH_HALF`` for every k ≤ 2^16 and
+    b ∈ {16, 32, 64}."""
+    return -(-k // 8) + -(-(b - HEAD_BITS) * k // 128)
 
 
 def unary_word_draws(k: int, b: int) -> list[int]:
@@ -389,23 +395,23 @@ def unary_word_draws(k: int, b: int) -> list[int]:
     return list(range(d)) + list(range(HIGH_HALF, HIGH_HALF + d))
 
 
-def _below(first: np.ndarray, t_hi: int, out: np.ndarray | None = None) -> np.ndarray:
-    """first < t_hi for uint8 bytes and t_hi ∈ [0, 256] (256: a threshold of 2^b, always below),
-    into ``out`` when given (a reused buffer: fresh arrays of megabytes cost page faults)."""
-    if t_hi > 255:
-        return np.ones(first.shape, dtype=bool) if out is None else _fill(out, True)
-    return np.less(first, np.uint8(t_hi), out=out)
+def _below(heads: np.ndarray, t_hi: int, out: np.ndarray | None = None) -> np.ndarray:
+    """heads < t_hi for 16-bit heads and t_hi ∈ [0, 2^16] (2^16: a threshold of 2^b, always
+    below), into ``out`` when given (a reused buffer: fresh arrays of megabytes cost page faults)."""
+    if t_hi > 0xFFFF:
+        return np.ones(heads.shape, dtype=bool) if out is None else _fill(out, True)
+    return np.less(heads, np.uint16(t_hi), out=out)
 
 
-def _ties(first: np.ndarray, t_hi: int, out: np.ndarray | None = None) -> np.ndarray:
-    """first == t_hi (never, for t_hi = 256), into ``out`` when given."""
-    if t_hi > 255:
-        return np.zeros(first.shape, dtype=bool) if out is None else _fill(out, False)
-    return np.equal(first, np.uint8(t_hi), out=out)
+def _ties(heads: np.ndarray, t_hi: int, out: np.ndarray | None = None) -> np.ndarray:
+    """heads == t_hi (never, for t_hi = 2^16), into ``out`` when given."""
+    if t_hi > 0xFFFF:
+        return np.zeros(heads.shape, dtype=bool) if out is None else _fill(out, False)
+    return np.equal(heads, np.uint16(t_hi), out=out)
 
 
 def _flat_ties(tie: np.ndarray) -> np.ndarray:
-    """The flat indices of the True entries of a C-contiguous bool array, about 2^-8 of them:
+    """The flat indices of the True entries of a C-contiguous bool array, few of them (2^-16):
     first the 8-byte words holding one (one uint64 test per 8 entries), then their bytes, taken
     (``np.take``: ≈ 6× faster than fancy indexing here) and searched flat (a 2-D ``nonzero`` is
     ≈ 3.5× slower). ``np.flatnonzero`` alone reads every byte, ≈ 2× slower than this."""
@@ -423,7 +429,7 @@ def _fill(out: np.ndarray, value: bool) -> np.ndarray:
 
 
 def _tie_bits(randomness: Draws, rows: np.ndarray, j: np.ndarray, t_low: np.ndarray, main: int, r: int) -> np.ndarray:
-    """The tied bits' answers: 1[L_j < T_j mod 2^r], L_j the r = b − 8 bits at offset r·j of the
+    """The tied bits' answers: 1[L_j < T_j mod 2^r], L_j the r = b − 16 bits at offset r·j of the
     fallback stream (words 2e and 2e + 1 are the halves of block main + e, little-endian), read
     for the tied (user, bit) pairs only (``block_pairs``: one AES call for all of them)."""
     start = j.astype(np.int64) * r
@@ -449,10 +455,11 @@ def unary_coins(randomness: Draws, k: int, b: int, one: int, zero: int, *, mine:
     T_j is ``one`` where user i's bit j is *chosen* — j = ``mine[i]`` (OUE/SUE: the input's
     bit), or bit j of the packed row ``chosen[i]`` (the longitudinal IRR, RAPPOR) — else
     ``zero``; thresholds are integers in [0, 2^b]. The layout (module docstring): X_j =
-    H_j·2^{b−8} + L_j, H_j byte (j mod 16) of block ⌊j/16⌋ and L_j read only when H_j equals the
-    threshold's top byte (probability 2^-8), from the fallback stream. Every bit's law is exactly
-    Pr[X_j < T_j] = T_j/2^b, and the bits are independent: X_j < T ⟺ H_j < T_hi or (H_j = T_hi
-    and L_j < T_lo), T = T_hi·2^{b−8} + T_lo.
+    H_j·2^{b−16} + L_j, H_j the 16-bit lane (j mod 8) of block ⌊j/8⌋, and L_j (b > 16 only) read
+    only when H_j equals the threshold's top 16 bits (probability 2^-16), from the fallback
+    stream. Every bit's law is exactly Pr[X_j < T_j] = T_j/2^b, and the bits are independent:
+    X_j < T ⟺ H_j < T_hi or (H_j = T_hi and L_j < T_lo), T = T_hi·2^{b−16} + T_lo. At b = 16
+    (OUE and SUE at every ε in [2^-6, 8]: ``chunk_bits``) H_j is all of X_j and nothing else is read.
 
     Parameters
     ----------
@@ -471,65 +478,85 @@ def unary_coins(randomness: Draws, k: int, b: int, one: int, zero: int, *, mine:
         uint8 rows of ⌈k/8⌉ bytes, bit j MSB-first in byte ⌊j/8⌋ (``np.packbits``).
     """
     n = len(randomness.users)
-    r = b - 8
-    main = -(-k // 16)
+    r = b - HEAD_BITS
+    main = -(-k // 8)
     hi1, lo1, hi0, lo0 = one >> r, one & ((1 << r) - 1), zero >> r, zero & ((1 << r) - 1)
-    out = np.empty((n, -(-k // 8)), dtype=np.uint8)
+    out = np.empty((n, main), dtype=np.uint8)
     idx = None if mine is None else np.asarray(mine, dtype=np.int64)
     packed = np.asarray(chosen, dtype=np.uint8) if chosen is not None else None
     # Row blocks of whole reports (every column block would cost a strided write and a short-row
-    # packbits per user): at most _UNARY_BLOCK first bytes each, in cache; ≥ 1 user (64 KiB at k = 2^16).
+    # packbits per user): at most _UNARY_BLOCK head bytes each, in cache; ≥ 1 user (128 KiB at k = 2^16).
     step = max(1, _UNARY_BLOCK // (16 * main))
-    buffers = np.empty((2, min(n, step), k), dtype=bool)
+    bits_buffer = np.empty((min(n, step), k), dtype=bool)
+    tie_buffer = np.empty((min(n, step), k) if r else (0, k), dtype=bool)  # b = 16 has no ties: X_j is its head
     blocks = np.empty((min(n, step), 2 * main), dtype=np.uint64)  # reused: fresh ones cost page faults
-    thresholds = np.empty((min(n, step), k) if packed is not None else (0, k), dtype=np.uint8)
+    thresholds = np.empty((min(n, step), k) if packed is not None and r else (0, k), dtype=np.uint16)
     ties: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (rows, bits, thresholds' low parts) not yet answered
     pending = 0
     for r0 in range(0, n, step):
         r1 = min(n, r0 + step)
         m = r1 - r0
-        # byte i of block d is H_{16d+i} (little-endian halves): the row's bytes are H_0, H_1, … in order
+        # lane i of block d is H_{8d+i} (little-endian halves): the row's lanes are H_0, H_1, … in order
         got = draw_blocks(randomness, 0, main, slice(r0, r1) if m < n else None, blocks[:m])
-        row_bytes = got.astype("<u8", copy=False).view(np.uint8)  # contiguous, 16·main bytes a row
-        first = row_bytes[:, :k] if k % 16 == 0 else np.ascontiguousarray(row_bytes[:, :k])  # one strided copy, then contiguous passes
-        if packed is not None:
-            # flat: unpacking along rows of a byte or two costs ≈ 20 ns a row
-            pick = np.unpackbits(np.ascontiguousarray(packed[r0:r1]).reshape(-1)).reshape(m, -1)[:, :k].view(bool)
-            if max(hi0, hi1) <= 255:  # each bit's top byte of threshold, without branches (np.where on a random mask mispredicts: ≈ 3× slower)
-                thr = np.multiply(pick.view(np.uint8), np.uint8((hi1 - hi0) & 255), out=thresholds[:m])
-                thr += np.uint8(hi0)  # uint8 arithmetic mod 256: hi0 where not picked, hi1 where picked
-                bits, tie = np.less(first, thr, out=buffers[0, :m]), np.equal(first, thr, out=buffers[1, :m])
-            else:
-                bits = (pick & _below(first, hi1)) | (~pick & _below(first, hi0))
-                tie = (pick & _ties(first, hi1)) | (~pick & _ties(first, hi0))
+        lanes = got.astype("<u8", copy=False).view("<u2")  # contiguous, 8·main lanes a row
+        heads = lanes[:, :k] if k % 8 == 0 else np.ascontiguousarray(lanes[:, :k])  # one strided copy, then contiguous passes
+        tie = None
+        if packed is not None and not r:
+            # b = 16: each threshold compared once over the row block, packed, and chosen per bit on
+            # the packed bytes (⅔ of the time of unpacking the choice into per-bit thresholds)
+            rows = np.ascontiguousarray(packed[r0:r1])
+            ones, zeros = (_packed_rows(_below(heads, t, bits_buffer[:m]), k) for t in (hi1, hi0))
+            out[r0:r1] = (ones & rows) | (zeros & ~rows)
         else:
-            bits, tie = _below(first, hi0, buffers[0, :m]), _ties(first, hi0, buffers[1, :m])
-            if idx is not None:  # the input's bit: its own byte, threshold ``one`` (flat indices: 2-D fancy indexing is slower)
-                own = np.take(row_bytes.reshape(-1), np.arange(0, m * 16 * main, 16 * main) + idx[r0:r1])
-                at = np.arange(0, m * k, k) + idx[r0:r1]
-                np.put(bits, at, _below(own, hi1))
-                np.put(tie, at, _ties(own, hi1))
-        flat = _flat_ties(tie)
-        if len(flat):  # a tied bit is 0 here (H = T_hi is not below it); its answer is patched in below
-            tr, j = np.divmod(flat, k)
             if packed is not None:
-                is_one = np.take(pick.reshape(-1), flat)
-            elif idx is not None:
-                is_one = idx[r0 + tr] == j
+                # flat: unpacking along rows of a byte or two costs ≈ 20 ns a row
+                pick = np.unpackbits(np.ascontiguousarray(packed[r0:r1]).reshape(-1)).reshape(m, -1)[:, :k].view(bool)
+                if max(hi0, hi1) <= 0xFFFF:  # each bit's threshold head, without branches (np.where on a random mask mispredicts: ≈ 3× slower)
+                    thr = np.multiply(pick.view(np.uint8), np.uint16((hi1 - hi0) & 0xFFFF), out=thresholds[:m])
+                    thr += np.uint16(hi0)  # uint16 arithmetic mod 2^16: hi0 where not picked, hi1 where picked
+                    bits = np.less(heads, thr, out=bits_buffer[:m])
+                    tie = np.equal(heads, thr, out=tie_buffer[:m])
+                else:
+                    bits = (pick & _below(heads, hi1)) | (~pick & _below(heads, hi0))
+                    tie = (pick & _ties(heads, hi1)) | (~pick & _ties(heads, hi0))
             else:
-                is_one = np.zeros(len(tr), dtype=bool)
-            ties.append((r0 + tr, j, np.where(is_one, np.uint64(lo1), np.uint64(lo0))))
-            pending += len(flat)
-        # rows of whole bytes pack as one flat run (packbits along short rows is ≈ 40× slower)
-        if k % 8:
-            whole = np.zeros((m, 8 * out.shape[1]), dtype=bool)
-            whole[:, :k] = bits
-            bits = whole
-        out[r0:r1] = np.packbits(bits.reshape(-1)).reshape(m, -1)
+                bits = _below(heads, hi0, bits_buffer[:m])
+                if r:
+                    tie = _ties(heads, hi0, tie_buffer[:m])
+                if idx is not None:  # the input's bit: its own head, threshold ``one`` (flat indices: 2-D fancy indexing is slower)
+                    own = np.take(lanes.reshape(-1), np.arange(0, m * 8 * main, 8 * main) + idx[r0:r1])
+                    at = np.arange(0, m * k, k) + idx[r0:r1]
+                    np.put(bits, at, _below(own, hi1))
+                    if tie is not None:
+                        np.put(tie, at, _ties(own, hi1))
+            out[r0:r1] = _packed_rows(bits, k)
+        if tie is not None:
+            flat = _flat_ties(tie)
+            if len(flat):  # a tied bit is 0 here (H = T_hi is not below it); its answer is patched in below
+                tr, j = np.divmod(flat, k)
+                if packed is not None:
+                    is_one = np.take(pick.reshape(-1), flat)
+                elif idx is not None:
+                    is_one = idx[r0 + tr] == j
+                else:
+                    is_one = np.zeros(len(tr), dtype=bool)
+                ties.append((r0 + tr, j, np.where(is_one, np.uint64(lo1), np.uint64(lo0))))
+                pending += len(flat)
         if pending >= _UNARY_TIES or (r1 == n and pending):
             _patch_ties(out, randomness, ties, main, r)
             ties, pending = [], 0
     return out
+
+
+def _packed_rows(bits: np.ndarray, k: int) -> np.ndarray:
+    """Rows of k bools packed MSB-first into ⌈k/8⌉ bytes, the padding bits 0: as one flat run
+    (packbits along short rows is ≈ 40× slower)."""
+    m = len(bits)
+    if k % 8:
+        whole = np.zeros((m, 8 * -(-k // 8)), dtype=bool)
+        whole[:, :k] = bits
+        bits = whole
+    return np.packbits(bits.reshape(-1)).reshape(m, -1)
 
 
 def _patch_ties(out: np.ndarray, randomness: Draws, ties: list[tuple[np.ndarray, np.ndarray, np.ndarray]], main: int, r: int) -> None:
@@ -549,17 +576,20 @@ def unary_word(draw: int, k: int, b: int, cell: Any) -> np.ndarray:
     (``ldp.core.audit_structure``, the longitudinal, RAPPOR, sketch and multidimensional audits)
     hand the real sampler these words, so its cells are the intervals [0, T_j), [T_j, 2^b) of X_j.
 
-    Main block d (d < ⌈k/16⌉): byte i of the block (bytes 0–7 its low half) is the top 8 bits of
-    X_{16d+i}. Fallback block ⌈k/16⌉ + e: words 2e (low half) and 2e + 1 (high half) of the stream
-    whose bits r·j .. r·j + r − 1 are the low r = b − 8 bits of X_j. Zeros outside the layout."""
-    main, r = -(-k // 16), b - 8
+    Main block d (d < ⌈k/8⌉): 16-bit lane i of the block (lanes 0–3 its low half, little-endian)
+    is the top 16 bits of X_{8d+i}. Fallback block ⌈k/8⌉ + e (b > 16 only): words 2e (low half)
+    and 2e + 1 (high half) of the stream whose bits r·j .. r·j + r − 1 are the low r = b − 16 bits
+    of X_j. Zeros outside the layout."""
+    main, r = -(-k // 8), b - HEAD_BITS
     block, half = (draw - HIGH_HALF, 1) if draw >= HIGH_HALF else (draw, 0)
     out = np.zeros(len(np.asarray(cell(0))), dtype=np.uint64)
     if block < main:
-        for i in range(8):
-            j = 16 * block + 8 * half + i
+        for i in range(4):
+            j = 8 * block + 4 * half + i
             if j < k:
-                out |= (np.asarray(cell(j), dtype=np.uint64) >> np.uint64(r)) << np.uint64(8 * i)
+                out |= (np.asarray(cell(j), dtype=np.uint64) >> np.uint64(r)) << np.uint64(16 * i)
+        return out
+    if r == 0:  # b = 16: no fallback blocks
         return out
     lo = 64 * (2 * (block - main) + half)
     mask = np.uint64((1 << r) - 1)
@@ -580,14 +610,15 @@ def bit_column_counts(packed: np.ndarray, k: int) -> np.ndarray:
     """Column sums of k bit columns packed MSB-first into rows of bytes (``np.packbits(…, axis=1)``
     rows): int64, shape (k,); equal to ``np.unpackbits(packed, axis=1, count=k).sum(axis=0)``.
 
-    No unpacked copy (8 bytes per byte of reports) is made. Rows of ≤ 2 bytes (k ≤ 16) are one
-    ``np.bincount`` of the row as an integer, times each byte value's bits. Wider rows are read as
-    64-bit words in blocks of 255 rows: for each bit position b, ``(word >> b) & 0x0101…01`` puts bit b
-    of every byte in its own byte lane, and 255 rows of those sum without carrying out of a lane
-    (SWAR, "SIMD within a register"; Knuth, TAOCP 4A §7.1.3); the lanes are then widened to int64.
-    OUE's count costs 3.0 / 3.7 / 207 ms per 10^6 reports at k = 2 / 16 / 1024 this way, against
-    14.9 / 23.2 / 464 for the unpacked sum (CPU time; docs/benchmarks.md, "The estimators").
-
+    Rows of ≤ 2 bytes (k ≤ 16) are one ``np.bincount`` of the row as an integer, times each byte
+    value's bits. Rows of 3–8 bytes are read as 64-bit words in blocks of 255 rows: for each bit
+    position b, ``(word >> b) & 0x0101…01`` puts bit b of every byte in its own byte lane, and 255
+    rows of those sum without carrying out of a lane (SWAR, "SIMD within a register"; Knuth, TAOCP
+    4A §7.1.3). Wider rows are unpacked 255 rows at a time, in cache (≤ 256 KiB), and summed down
+    the rows in uint8 (255 ones fit a byte), then widened to int64: per byte of reports ≈ 0.7–1.0
+    ns at k ≥ 512, where the words took 1.7–2.1 (and 7–10 at k = 96–128, whose two-word rows
+    leave the SWAR sums tiny inner loops). OUE's count costs 3.0 / 3.7 ms per 10^6 reports at
+    k = 2 / 16 (CPU time; docs/benchmarks.md, "The estimators").
     Examples
     --------
     >>> rows = np.packbits(np.array([[1, 0, 1], [1, 1, 0]], dtype=np.uint8), axis=1)
@@ -601,6 +632,8 @@ def bit_column_counts(packed: np.ndarray, k: int) -> np.ndarray:
     if width == 2:
         pair = np.bincount((w[:, 0].astype(np.intp) << 8) | w[:, 1], minlength=1 << 16).reshape(256, 256)
         return np.concatenate([pair.sum(axis=1) @ _BYTE_BITS, pair.sum(axis=0) @ _BYTE_BITS])[:k]
+    if width > 8:
+        return _unpacked_column_counts(w, k)
     words = -(-width // 8)
     rows = 255 * max(1, min((1 << 18) // (255 * 8 * words), -(-n // 255)))  # whole 255-row groups, ≤ about 256 KiB: in cache
     buf = np.zeros((rows, 8 * words), dtype=np.uint8)  # zero padding (columns and the last rows) adds nothing
@@ -619,6 +652,24 @@ def bit_column_counts(packed: np.ndarray, k: int) -> np.ndarray:
             lanes = tmp.reshape(groups, 255, words).sum(axis=1)  # each byte lane ≤ 255: no carry
             per_bit[7 - b] += lanes.view(np.uint8).reshape(groups, 8 * words).sum(axis=0, dtype=np.int64)
     return per_bit.T.ravel()[:k]  # category 8c + j is bit j (MSB first) of byte c
+
+
+def _unpacked_column_counts(w: np.ndarray, k: int) -> np.ndarray:
+    """``bit_column_counts`` for rows wider than 8 bytes: groups of 255 rows unpacked (≤ 2^18
+    bytes at a time, in cache) and summed down the rows in uint8, which cannot overflow."""
+    n, width = w.shape
+    columns = 8 * width
+    groups = max(1, min((1 << 18) // (255 * columns), -(-n // 255)))
+    counts = np.zeros(columns, dtype=np.int64)
+    for lo in range(0, n, 255 * groups):
+        m = min(255 * groups, n - lo)
+        bits = np.unpackbits(w[lo : lo + m].reshape(-1))  # flat: unpacking along rows costs per row
+        whole, rest = divmod(m, 255)
+        if whole:
+            counts += np.add.reduce(bits[: whole * 255 * columns].reshape(whole, 255, columns), axis=1, dtype=np.uint8).sum(axis=0, dtype=np.int64)
+        if rest:
+            counts += np.add.reduce(bits[whole * 255 * columns :].reshape(rest, columns), axis=0, dtype=np.uint8)
+    return counts[:k]
 
 
 @functools.lru_cache(maxsize=1024)

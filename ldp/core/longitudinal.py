@@ -471,7 +471,7 @@ def instantaneous_response(prr: np.ndarray, draws: Draws, oracle: LongitudinalOr
     numpy.ndarray
         L-GRR: the exact k-ary RR (``rr_draw``, 64-bit cells ``second_round_cells``) of the PRR's
         index, int64; unary encodings: packed bits, bit j = 1[X_j < S1 if PRR bit j else S0], X_j
-        the b-bit values of ``ldp.core.frequency_oracles.unary_coins`` (top byte first).
+        the b-bit values of ``ldp.core.frequency_oracles.unary_coins`` (top 16 bits first).
     """
     keep, other, b = oracle.second_round_cells
     if not oracle.unary:
@@ -727,7 +727,7 @@ class _Offset:
 class _Chunked:
     """Unary encodings on the audit's terms (as ``ldp.core.audit_structure``): bit j's b-bit X_j
     is the top b bits of virtual draw ``first + j``, placed where the real sampler reads it
-    (``unary_word``: its top byte in a main draw, the rest in the fallback stream). A fixed
+    (``unary_word``: its top 16 bits in a main draw, the rest in the fallback stream). A fixed
     relabelling of the randomness, so every virtual draw's cells are intervals and
     ``verify_exact`` can enumerate them (the fallback bits included)."""
 

@@ -27,8 +27,8 @@ The client (parameters k bits, h hashes, m cohorts, f, p, q; ``Rappor``):
    The report is (c, S).
 
 Exact cells. Each coin compares a uniform b-bit integer X (b ∈ {16, 32, 64}, the smallest at
-which every cell is exact; ``chunk_bits``; X's top byte from a draw holding 8 coins' bytes, its
-other b − 8 bits read only on a tie, ``ldp.core.frequency_oracles.unary_coins``) with an integer
+which every cell is exact; ``chunk_bits``; X's top 16 bits from a draw holding 8 coins' heads, its
+other b − 16 bits read only on a tie, ``ldp.core.frequency_oracles.unary_coins``) with an integer
 threshold: T0 = ⌈(f/2)·2^b⌉ and
 T1 = 2^b − T0 for the PRR, P = ⌈p·2^b⌉ and Q = ⌊q·2^b⌋ for the IRR. Rounding moves each pair
 *toward the other* (f/2 up, p up, q down), which can only lower both losses; at the paper's
@@ -370,7 +370,7 @@ def cohorts(memo: bytes, user_ids: np.ndarray, rappor: Rappor) -> np.ndarray:
 
 def _coins(bits: np.ndarray, draws: Draws, one: int, zero: int, b: int, k: int) -> np.ndarray:
     """bit_i' = 1[X_i < (one if bit_i else zero)], X_i the b-bit values of ``unary_coins`` (its
-    top byte from draw ⌊i/8⌋, the rest only on a tie, as ``UnaryEncoding.sample``). bits: bool
+    top 16 bits from draw ⌊i/8⌋, the rest only on a tie, as ``UnaryEncoding.sample``). bits: bool
     (n, k); returns bool."""
     packed = unary_coins(draws, k, b, one, zero, chosen=np.packbits(bits, axis=1))
     return np.unpackbits(packed, axis=1, count=k).view(bool)
@@ -610,7 +610,7 @@ def decode_repeated(counts: np.ndarray, periods: int, report_cohorts: np.ndarray
 
 
 class _VirtualChunks:
-    """The real samplers on the audit's terms: coin j's b-bit X_j (``unary_word``: its top byte in
+    """The real samplers on the audit's terms: coin j's b-bit X_j (``unary_word``: its top 16 bits in
     a main draw, the rest in the fallback stream) is the top b bits of virtual draw ``first + j``,
     so each virtual draw's cells are intervals ``verify_exact`` can enumerate, the fallback bits
     included (as ``ldp.core.longitudinal``'s audit does)."""

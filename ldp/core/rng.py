@@ -425,9 +425,9 @@ def generator(seed: int, *labels: object) -> np.random.Generator:
 # --- whole 128-bit blocks: several draws per call, and chosen (user, draw) pairs (the unary encodings) ---
 #
 # ``bits(d)`` is the first 64 bits of block d; these give both halves of the same blocks (the same
-# AES inputs as ``prf_words``), with fewer calls. The unary encodings read k/16 whole blocks per
-# report and, for the few (user, bit) pairs whose first 8 bits tie with the threshold's, one more
-# block each (``ldp.core.frequency_oracles.unary_coins``): one AES call for all those pairs.
+# AES inputs as ``prf_words``), with fewer calls. The unary encodings read k/8 whole blocks per
+# report and, at b > 16, for the few (user, bit) pairs whose first 16 bits tie with the threshold's,
+# one more block each (``ldp.core.frequency_oracles.unary_coins``): one AES call for all those pairs.
 #
 # A ``Draws`` without these methods (the audits' stand-ins) is read through ``bits`` alone: the
 # high half of its block d is ``bits(d + HIGH_HALF)`` (``draw_blocks``, ``block_pairs``). A
@@ -462,6 +462,8 @@ def prf_block_matrix(key: bytes, users: np.ndarray, counters: np.ndarray | int, 
     per_user = np.ndim(counters) != 0
     high: Any = np.left_shift(_as_words(counters, n), _S16) if per_user else np.uint64(int(counters) << DRAW_BITS)
     draws = np.arange(first, first + count, dtype=np.uint64)
+    if not per_user:
+        draws |= high  # one counter for all: every row's high words are this same run (a copy per row, not an OR)
     rows = max(1, _MATRIX_BLOCKS // count)
     # The blocks are built in ``out`` itself and encrypted in place, a chunk at a time while it is
     # in cache (OpenSSL allows output = input), with no copy out of a scratch buffer. update_into
@@ -476,7 +478,10 @@ def prf_block_matrix(key: bytes, users: np.ndarray, counters: np.ndarray | int, 
         hi = min(n, lo + rows)
         b = blocks[lo:hi]
         b[:, :, 0] = ids[lo:hi, None]
-        np.bitwise_or(high[lo:hi, None] if per_user else high, draws[None, :], out=b[:, :, 1])
+        if per_user:
+            np.bitwise_or(high[lo:hi, None], draws[None, :], out=b[:, :, 1])
+        else:
+            np.copyto(b[:, :, 1], draws[None, :])
         start, end = 16 * lo * count, 16 * hi * count
         if end < total:
             encrypt(raw[start:end], raw[start : end + 16])

@@ -893,7 +893,7 @@ def verify_sketch(R: SketchOracle) -> ExactAudit:
 
 class _VirtualBits:
     """CMS on the audit's terms: virtual draw 1 + i's top b bits become the channel's X_i, where its
-    sampler reads it (``unary_word``: the top byte in a main draw, the rest in the fallback stream;
+    sampler reads it (``unary_word``: the top 16 bits in a main draw, the rest in the fallback stream;
     a fixed relabelling of the randomness), so every virtual draw has two or three cells."""
 
     def __init__(self, virtual: Draws, b: int, m: int) -> None:

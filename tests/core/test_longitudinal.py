@@ -30,7 +30,7 @@ from scipy import stats
 from ldp.core.audit import FixedRandomness, exp_bounds, log_ratio, verify_exact
 from ldp.core.audit_structure import verify_structure
 from ldp.core.errors import ParameterError
-from ldp.core.frequency_oracles import UnaryEncoding, unary_word, unary_word_draws
+from ldp.core.frequency_oracles import HEAD_BITS, UnaryEncoding, unary_word, unary_word_draws
 from ldp.core.longitudinal import (
     PROTOCOLS,
     LongitudinalOracle,
@@ -204,8 +204,9 @@ def test_exact_by_structure_at_any_k(protocol: str, k: int) -> None:
 @pytest.mark.parametrize("protocol", ["l_oue", "l_sue"])
 def test_irr_sampler_structure_at_large_k(protocol: str) -> None:
     """At k = 1024 the real IRR sampler emits bit j = 1[X_j < S1 if PRR bit j else S0], X_j laid
-    out as ``unary_word`` says (top byte in block ⌊j/16⌋, the rest in the fallback stream), with
-    every X_j at or next to a threshold for a third of the users and tying its top byte for another."""
+    out as ``unary_word`` says (top 16 bits in block ⌊j/8⌋, the rest, if any, in the fallback
+    stream), with every X_j at or next to a threshold for a third of the users and tying its top 16
+    bits for another."""
     o = LongitudinalOracle(protocol, 1024, 4.0, 2.0)
     keep, other, b = o.second_round_cells
     n = 256
@@ -214,7 +215,8 @@ def test_irr_sampler_structure_at_large_k(protocol: str) -> None:
     chunks = rng.integers(0, 1 << b, (n, o.k), dtype=np.uint64)
     t = np.where(prr_bits, keep, other).astype(np.uint64)
     edge = t - rng.integers(0, 2, (n, o.k), dtype=np.uint64)
-    tie = ((t >> np.uint64(b - 8)) << np.uint64(b - 8)) | (chunks & np.uint64((1 << (b - 8)) - 1))
+    r = b - HEAD_BITS
+    tie = ((t >> np.uint64(r)) << np.uint64(r)) | (chunks & np.uint64((1 << r) - 1))
     chunks[: n // 3] = edge[: n // 3]
     chunks[n // 3 : 2 * n // 3] = tie[n // 3 : 2 * n // 3]
     words = {d: unary_word(d, o.k, b, lambda j: chunks[:, j]) for d in unary_word_draws(o.k, b)}

@@ -1,5 +1,6 @@
-"""The unary encodings' coins read X_j's top byte first and its other b − 8 bits only on a tie
-(``ldp.core.frequency_oracles.unary_coins``; issue 27, "Use every bit of randomness").
+"""The unary encodings' coins read X_j's top 16 bits first (all of X_j at b = 16) and its other
+b − 16 bits only on a tie (``ldp.core.frequency_oracles.unary_coins``; issue 27, "Use every bit of
+randomness").
 
 What is checked:
 - the fast block paths (``prf_block_matrix``, ``prf_pair_blocks``, ``draw_blocks``,
@@ -9,10 +10,11 @@ What is checked:
   main and fallback blocks never overlap, and it fits below HIGH_HALF blocks at k = 2^16 and every b;
 - the exact audits (the enumerated one at small k, which enumerates the fallback bits through the
   virtual draws, and ``verify_structure`` at large k and at b = 16, 32, 64) pass on the real
-  sampler, and catch each broken variant: a tie resolved as 1, or as 0, without a fallback; a
-  fallback that reuses the main byte's bits; one fallback slot shared by two tied bits of a user;
+  sampler, and catch each broken variant at b = 32 and 64 (b = 16 has no fallback): a tie resolved
+  as 1, or as 0, without a fallback; a fallback that reuses the main head's bits; one fallback slot
+  shared by two tied bits of a user;
 - a seeded frequency test of every bit's law (false-alarm rate below 10^-6 per run) passes on the
-  real sampler and catches the tie-resolved-as-1 variant;
+  real sampler and catches a comparison that reads only each head's top byte;
 - a user's report does not depend on how users are batched.
 """
 
@@ -58,10 +60,10 @@ def _tie_zero(randomness: Draws, rows: np.ndarray, j: np.ndarray, t_low: np.ndar
 
 
 def _reuse_main(randomness: Draws, rows: np.ndarray, j: np.ndarray, t_low: np.ndarray, main: int, r: int) -> np.ndarray:
-    """The fallback's bits taken from the main draw that holds the tied byte (its other bytes)."""
-    halves = block_pairs(randomness, rows, j // 16)
-    word = halves[np.arange(len(rows)), (j % 16) // 8]
-    return ((word >> np.uint64(8)) & np.uint64((1 << r) - 1)) < t_low
+    """The fallback's bits taken from the main draw that holds the tied head (the bits above it)."""
+    halves = block_pairs(randomness, rows, j // 8)
+    word = halves[np.arange(len(rows)), (j % 8) // 4]
+    return ((word >> np.uint64(16)) & np.uint64((1 << r) - 1)) < t_low
 
 
 _HONEST: TieRule = fo._tie_bits
@@ -161,9 +163,9 @@ def test_layout_places_every_bit_once_and_fits_the_draw_indices(b: int) -> None:
             assert int(np.bitwise_count(words).sum()) == b  # all b bits of X_j, somewhere
             assert not (words & seen).any()  # and nowhere another X_i is
             seen |= words
-            main = -(-k // 16)  # its top byte: byte j mod 16 of main block ⌊j/16⌋ (bytes 8–15: the high half)
-            where = draws.index(j // 16 + (HIGH_HALF if j % 16 >= 8 else 0))
-            assert words[where] == np.uint64(0xFF << (8 * (j % 8))) and int(np.bitwise_count(words[[draws.index(d) for d in draws if d % HIGH_HALF < main]]).sum()) == 8
+            main = -(-k // 8)  # its top 16 bits: lane j mod 8 of main block ⌊j/8⌋ (lanes 4–7: the high half)
+            where = draws.index(j // 8 + (HIGH_HALF if j % 8 >= 4 else 0))
+            assert words[where] == np.uint64(0xFFFF << (16 * (j % 4))) and int(np.bitwise_count(words[[draws.index(d) for d in draws if d % HIGH_HALF < main]]).sum()) == 16
         assert not unary_word(2 * HIGH_HALF - 1, k, b, lambda i: np.full(1, np.uint64((1 << b) - 1))).any()  # outside the layout: zeros
 
 
@@ -182,13 +184,31 @@ def test_real_sampler_passes_the_exact_audits(cls: type, eps: float) -> None:
 
 @pytest.mark.parametrize("name", sorted(BROKEN))
 def test_the_audits_catch_each_broken_fallback(name: str, broken: Callable[[TieRule], None]) -> None:
+    """At b = 64 (OUE, ε = 10^-8) and b = 32 (SUE, ε = 0.003; OUE, ε = 0.001; L-SUE's PRR at
+    ε∞ = 0.01): the cells whose heads tie with the threshold's are decided by the fallback."""
     broken(BROKEN[name])
-    for R in (OptimizedUnaryEncoding(1.0, (0.0, 1.0, 2.0)), SymmetricUnaryEncoding(4.0, (0.0, 1.0, 2.0))):
+    for R in (OptimizedUnaryEncoding(1e-8, (0.0, 1.0, 2.0)), SymmetricUnaryEncoding(0.003, (0.0, 1.0, 2.0))):
+        assert R.chunk_bits > 16
         audit = verify_exact(enumerated(R))
         assert not audit.passed and not audit.sampler_consistent, name
-    assert not verify_structure(OptimizedUnaryEncoding(1.0, tuple(range(300)))).passed
-    o = LongitudinalOracle("l_oue", 2, 4.0, 2.0)  # the IRR reads the same coins
+    assert not verify_structure(OptimizedUnaryEncoding(0.001, tuple(range(300)))).passed
+    o = LongitudinalOracle("l_sue", 2, 0.01, 0.003)  # the PRR reads 32-bit coins, the IRR the same layout
+    assert o.permanent_oracle.chunk_bits == 32
     assert not verify_exact(OneReportChannel(o)).passed
+
+
+def test_b16_reads_no_fallback() -> None:
+    """At b = 16 the head is all of X_j: no fallback block exists, and none is read."""
+    assert unary_draws(1024, 16) == 128 and unary_word_draws(1024, 16) == [*range(128), *range(HIGH_HALF, HIGH_HALF + 128)]
+
+    class Counting(UserRandomness):
+        def pair_blocks(self, rows: np.ndarray, draws: np.ndarray) -> np.ndarray:
+            raise AssertionError("a fallback block was read at b = 16")
+
+    users = np.arange(5000, dtype=np.int64)
+    R = OptimizedUnaryEncoding(1.0, tuple(range(1000)))
+    R.sample((users % 1000).astype(np.float64), Counting(derive_key_bytes("b16"), users, 3))
+    unary_coins(Counting(derive_key_bytes("b16"), users, 3), 1000, 16, 40_000, 9_000, chosen=np.packbits(users[:, None] % 3 == np.arange(1000) % 3, axis=1))
 
 
 def test_the_longitudinal_one_report_channel_passes() -> None:
@@ -212,19 +232,26 @@ def _z(ones: int, trials: int, p: float) -> float:
     return (ones - trials * p) / math.sqrt(trials * p * (1 - p))
 
 
-def test_every_bit_has_its_law_and_a_tie_as_zero_is_seen(broken: Callable[[TieRule], None]) -> None:
+def _top_byte_below(heads: np.ndarray, t_hi: int, out: np.ndarray | None = None) -> np.ndarray:
+    """Broken: each 16-bit head compared with the threshold by their top bytes only."""
+    if t_hi > 0xFFFF:
+        return np.ones(heads.shape, dtype=bool) if out is None else fo._fill(out, True)
+    return np.less(heads >> 8, np.uint16(t_hi >> 8), out=out)
+
+
+def test_every_bit_has_its_law_and_a_truncated_comparison_is_seen(monkeypatch: pytest.MonkeyPatch) -> None:
     """z-scores of the input's bits and of the others' (n·(k − 1) = 6.3·10^6 bits) against
     T/2^b: |z| > 5 has probability < 6·10^-7 per score under the true law. The variant that
-    answers every tie with 0 moves the others' rate by −2^-8·T_lo/2^8 (T_out = 17,626 = 68·2^8 +
-    218 at ε = 1): −0.0033, z ≈ −19. (A tie as 1 moves it by only 2^-8·38/2^8: z ≈ 4, left to the
-    exact audits, which catch it whatever its size.)"""
+    compares only the heads' top bytes moves the others' rate by −(T_out mod 2^8)/2^16
+    (T_out = 17,626 = 68·2^8 + 218 at ε = 1): −0.0033, z ≈ −19."""
     R = OptimizedUnaryEncoding(1.0, tuple(range(64)))
+    assert R.chunk_bits == 16
     p_in, p_out = (float(v) for v in R.bit_probabilities())
     n = 100_000
     own, other = _bit_rates(R, n)
     assert abs(_z(int(own.sum()), n, p_in)) < 5
     assert abs(_z(int(other.sum()), n * (R.k - 1), p_out)) < 5
-    broken(_tie_zero)
+    monkeypatch.setattr(fo, "_below", _top_byte_below)
     _, other = _bit_rates(R, n)
     assert _z(int(other.sum()), n * (R.k - 1), p_out) < -5
 
@@ -255,3 +282,19 @@ def test_a_users_report_does_not_depend_on_the_batch(k: int, monkeypatch: pytest
         monkeypatch.setattr(fo, "_UNARY_BLOCK", block)
         assert np.array_equal(R.sample(x, UserRandomness(key, users, counters)), whole), (ties, block)
         assert np.array_equal(unary_coins(UserRandomness(key, users, counters), k, 16, 40_000, 9_000, chosen=chosen), irr), (ties, block)
+    # b = 32, a third of the heads tied with their threshold's (so the fallback decides them)
+    one, zero = 3_000_000_000, 1_000_000_000
+    blocks = draw_blocks(UserRandomness(key, users, counters), 0, unary_draws(k, 32))
+    heads = blocks[:, : 2 * -(-k // 8)].view("<u2")[:, :k]
+    rng = np.random.default_rng(5)
+    picked = np.unpackbits(chosen, axis=1, count=k).astype(bool)
+    forced = rng.random(heads.shape) < 1 / 3
+    tied = np.where(picked, one >> 16, zero >> 16).astype(np.uint16)
+    heads[forced] = tied[forced]
+    plain = FixedRandomness({d: blocks[:, 2 * (d % HIGH_HALF) + d // HIGH_HALF] for d in unary_word_draws(k, 32)}, len(users))
+    results = []
+    for ties, block in ((1 << 16, 1 << 18), (1, 1 << 18), (1 << 40, 1 << 18), (1, 1 << 12)):
+        monkeypatch.setattr(fo, "_UNARY_TIES", ties)
+        monkeypatch.setattr(fo, "_UNARY_BLOCK", block)
+        results.append((unary_coins(plain, k, 32, one, zero, chosen=chosen), unary_coins(plain, k, 32, one, zero, mine=users % k)))
+    assert all(np.array_equal(a, results[0][0]) and np.array_equal(b, results[0][1]) for a, b in results)
