@@ -238,9 +238,11 @@ def ldp_estimators(kind: str, k: int, eps: float, n: int, reps: int) -> dict[str
     mse: dict[str, list[float]] = {e: [] for e in EST}
     cpu = dict.fromkeys(EST, 0.0)
     for rep in range(reps):
-        # one untimed call first: the estimators run after each client call (IBU's arrays at
-        # k = 2^16 are hundreds of MB) leave glibc's heap trimmed, and the timed client would pay
-        # page faults that depend on which estimator ran last (measured: 30 → 56–88 ms at 10^6 users)
+        # one untimed call first, so that the timed one finds its caches and heap as a steady
+        # client would. (The timed client once measured 56–88 ms at 10^6 users, k = 2^16, against
+        # 30 ms alone. The cause was not the heap: IBU's dot products ran threaded in OpenBLAS,
+        # whose workers then spun, counted in this process's CPU time; ldp's IBU now sums with
+        # numpy, ``ldp.core.frequency_estimators._dot``.)
         client(values, rep)
         t0 = time.process_time()
         f_mi = client(values, rep)

@@ -289,6 +289,14 @@ def ibu_run(
     return IBUResult(theta, int(max_iter), False)
 
 
+def _dot(a: np.ndarray, b: np.ndarray) -> float:
+    """Σ a_i·b_i by numpy's own pairwise sum, not BLAS: the same bits whatever BLAS library and
+    thread count the machine has. A BLAS ``ddot`` on vectors of 2^16 runs threaded, and OpenBLAS
+    leaves its workers spinning after it returns: the GRR client measured 30 ns a user of process
+    CPU time before SQUAREM's dot products at k = 2^16 and 53–79 ns after them."""
+    return float(np.add.reduce(a * b))
+
+
 def _ibu_squarem(
     o: np.ndarray,
     support: np.ndarray,
@@ -324,7 +332,7 @@ def _ibu_squarem(
         return t * backward(ratio)
 
     def loglik(t: np.ndarray) -> float:
-        return float(o[support] @ np.log(forward(t)[support]))
+        return _dot(o[support], np.log(forward(t)[support]))
 
     done = 0
     ll0 = loglik(theta)
@@ -344,8 +352,8 @@ def _ibu_squarem(
             return IBUResult(t2, done, False)
         r = t1 - theta
         v = t2 - t1 - r
-        vv = float(v @ v)
-        alpha = max(min(-math.sqrt(float(r @ r) / vv), -1.0), -step_max) if vv > 0 else -1.0
+        vv = _dot(v, v)
+        alpha = max(min(-math.sqrt(_dot(r, r) / vv), -1.0), -step_max) if vv > 0 else -1.0
         at_max = alpha == -step_max
         ext = theta - 2.0 * alpha * r + alpha * alpha * v
         for _ in range(60):  # step back toward θ2 until strictly inside the simplex
