@@ -253,11 +253,16 @@ UINT32_MAX = (1 << 32) - 1
 
 @dataclass(frozen=True)
 class Assignment:
-    """One request for one shard: these users run this randomizer once each."""
+    """One request for one shard: these users run this randomizer once each.
+
+    ``into`` is the aggregator's side only, never sent: where a transport that receives reports
+    as bytes may copy this part's reports as they arrive (rows of its users, in order; the
+    answered ones first), a view of the request's final array (``LROracle.report_layout``)."""
 
     request_id: int
     users: Users
     randomizer: RandomizerSpec
+    into: np.ndarray | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         require_integer("request_id", self.request_id, 0, UINT64_MAX, "[0, 2^64)")

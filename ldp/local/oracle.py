@@ -182,6 +182,25 @@ def split_round(request: RoundRequest, shards: list[ShardRange], departed: Seque
     }
 
 
+def _with_destinations(sent: dict[str, RoundRequest], finals: dict[int, np.ndarray], request: RoundRequest) -> dict[str, RoundRequest]:
+    """``sent`` with each range part of a request in ``finals`` given its rows of the final array
+    (``Assignment.into``: users start − the range's start onwards)."""
+    if not finals:
+        return sent
+    starts = {a.request_id: a.users.start for a in request.assignments}
+    out = {}
+    for key, r in sent.items():
+        parts = []
+        for a in r.assignments:
+            final = finals.get(a.request_id)
+            if final is not None and a.users.ids is None:
+                lo = a.users.start - starts[a.request_id]
+                a = Assignment(a.request_id, a.users, a.randomizer, into=final[lo : lo + len(a.users)])
+            parts.append(a)
+        out[key] = RoundRequest(r.session_id, r.session_kind, r.round, tuple(parts), r.last_round, r.deadline_s)
+    return out
+
+
 def _tally(status: np.ndarray, block: int = 1 << 22) -> np.ndarray:
     """How many entries of a uint8 ``Status`` array hold each status, in cache-sized blocks
     without widening the array: when every user answered (status all 0), one count."""
@@ -206,6 +225,7 @@ def assemble_round(
     sent: dict[str, RoundRequest],
     replies: dict[str, RoundReply | None],
     departed: Sequence[ShardRange] = (),
+    finals: dict[int, np.ndarray] | None = None,
 ) -> list[Reports]:
     """Reassemble per-shard replies into one ``Reports`` per assignment, in user order.
 
@@ -220,13 +240,16 @@ def assemble_round(
     id array: each shard's part is a slice, its status is written in place and the reports are
     concatenated in shard order, so beside the reports the aggregator keeps 1 byte per user
     (``status``). A request naming ids places each shard's ids by a search in the sorted ids.
+    ``finals``: the arrays a transport filled in place (``LROracle.report_layout``); where every
+    user of a range answered and each shard's reports sit in its own rows of it, that array is
+    the reports, with no concatenation.
     """
     gone = {d.key: d for d in departed}
     asked_of = {key: {x.request_id: x for x in r.assignments} for key, r in sent.items()}
     results_of = {key: {r.request_id: r for r in reply.results} for key, reply in replies.items() if reply is not None}
     out = []
     for a in request.assignments:
-        assembly = _Assembly(a)
+        assembly = _Assembly(a, (finals or {}).get(a.request_id))
         for key in sent:
             mine = asked_of[key].get(a.request_id)
             if mine is not None:
@@ -244,8 +267,9 @@ class _Assembly:
     the users' status (MISSING until a shard's part says otherwise), the reports received
     (first position, positions or an empty array for a range, values) and the errors to name."""
 
-    def __init__(self, a: Assignment) -> None:
+    def __init__(self, a: Assignment, final: np.ndarray | None = None) -> None:
         self.a = a
+        self.final = final  # the array a transport copied the reports into, or None
         n = len(a.users)
         self.ranged = a.users.ids is None
         self.ids = a.users.ids
@@ -327,7 +351,20 @@ class _Assembly:
 
     def reports(self) -> Reports:
         a = self.a
-        return Reports(a.request_id, a.randomizer, a.users, self.status, _merge_values(self.pieces, self.ranged), tuple(dict.fromkeys(self.errors)))
+        values = self.final if self.final is not None and self._in_place() else _merge_values(self.pieces, self.ranged)
+        return Reports(a.request_id, a.randomizer, a.users, self.status, values, tuple(dict.fromkeys(self.errors)))
+
+    def _in_place(self) -> bool:
+        """Whether every user answered and each piece is its own rows of ``final``: then ``final``
+        holds every report in request order."""
+        final = self.final
+        if final is None or not self.pieces or self.errors or sum(len(v) for _, _, v in self.pieces) != len(final):
+            return False
+        base, row = final.__array_interface__["data"][0], final.strides[0]
+        for start, _, values in self.pieces:
+            if values.dtype != final.dtype or values.shape[1:] != final.shape[1:] or values.__array_interface__["data"][0] != base + start * row:
+                return False
+        return True  # the pieces' reports number the users asked, so everyone answered
 
 
 def _merge_values(pieces: list[tuple[int, np.ndarray, np.ndarray]], ranged: bool) -> np.ndarray:
@@ -502,8 +539,31 @@ class LROracle(ABC):
         (100, 'session 1 is non-interactive and already answered its one round; ...')
         """
         sent = split_round(request, self.shards, self.departed)
-        replies = await self._exchange(sent, request.deadline_s)
-        return assemble_round(request, sent, replies, self.departed)
+        finals = self._final_arrays(request, sent)
+        replies = await self._exchange(_with_destinations(sent, finals, request), request.deadline_s)
+        return assemble_round(request, sent, replies, self.departed, finals)
+
+    def report_layout(self, spec: RandomizerSpec) -> tuple[np.dtype[Any], int] | None:
+        """The dtype and row width (0: one value per report) of ``spec``'s reports, for a
+        transport that receives reports as bytes and copies each reply part, as it arrives, into
+        the request's final array (``Assignment.into``); None (the default, and in process): the
+        transport hands back its own arrays and the shards' parts are concatenated."""
+        return None
+
+    def _final_arrays(self, request: RoundRequest, sent: dict[str, RoundRequest]) -> dict[int, np.ndarray]:
+        """For each range assignment sent to some shard whose report layout is known: an empty
+        array of one report per user of the range (``report_layout``), by request id."""
+        finals: dict[int, np.ndarray] = {}
+        if not sent:
+            return finals
+        for a in request.assignments:
+            if a.users.ids is not None or not len(a.users):
+                continue
+            layout = self.report_layout(a.randomizer)
+            if layout is not None:
+                dtype, width = layout
+                finals[a.request_id] = np.empty((len(a.users), width) if width else len(a.users), dtype=dtype)
+        return finals
 
     @abstractmethod
     async def _exchange(self, sent: dict[str, RoundRequest], deadline_s: float) -> dict[str, RoundReply | None]:

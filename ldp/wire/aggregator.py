@@ -48,6 +48,7 @@ import numpy as np
 
 from ldp.core.errors import LDPError
 from ldp.core.population import PopulationDescription
+from ldp.core.randomizers import RandomizerSpec
 from ldp.local.messages import RoundReply, RoundRequest
 from ldp.local.oracle import LROracle, ShardRange
 from ldp.wire import codec
@@ -354,6 +355,11 @@ class GrpcAggregator:
 
     # --- rounds, loads, ledgers (each a part of its own) ---
 
+    def report_layout(self, spec: RandomizerSpec) -> tuple[np.dtype[Any], int] | None:
+        """``spec``'s report dtype and row width for the loaded population (None: no user can run
+        it), so that a round's reply parts are copied, checked, into its final array."""
+        return self._rounds.report_layout(spec)
+
     async def exchange(self, sent: dict[str, RoundRequest], deadline_s: float) -> dict[str, RoundReply | None]:
         """Send each shard its request; gather replies until the deadline (None = missing)."""
         return await self._rounds.exchange(sent, deadline_s)
@@ -453,6 +459,11 @@ class GrpcLROracle(LROracle):
 
     async def _exchange(self, sent: dict[str, RoundRequest], deadline_s: float) -> dict[str, RoundReply | None]:
         return await self.aggregator.exchange(sent, deadline_s)
+
+    def report_layout(self, spec: RandomizerSpec) -> tuple[np.dtype[Any], int] | None:
+        """Reports arrive as bytes: each checked part is copied into the request's final array
+        (``ldp.wire.rounds.RoundExchange.report_layout``)."""
+        return self.aggregator.report_layout(spec)
 
     async def ledger_spent_units(self, timeout_s: float = 30.0) -> np.ndarray:
         """Every user's spent budget units, in user order (asked from the client processes, each

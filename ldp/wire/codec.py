@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 import numpy as np
@@ -437,11 +437,14 @@ def report_format(spec: RandomizerSpec, schema: Any) -> ReportFormat:
 
 @dataclass(frozen=True)
 class Expected:
-    """What one shard was asked for one request: how many users, and the report format."""
+    """What one shard was asked for one request: how many users, and the report format; ``into``,
+    where its reports go as each part is checked (``Assignment.into``: rows for its users, in
+    the format's dtype and width), or None to keep the parts and join them at the end."""
 
     request_id: int
     users: int
     format: ReportFormat
+    into: np.ndarray | None = field(default=None, compare=False, repr=False)
 
 
 def _refusal_mask(bitmap_bytes: bytes, count: int) -> tuple[np.ndarray, bool]:
@@ -456,10 +459,11 @@ def _refusal_mask(bitmap_bytes: bytes, count: int) -> tuple[np.ndarray, bool]:
 class _Answer:
     """One request's answer as it arrives, part by part."""
 
-    __slots__ = ("users", "masks", "values", "error", "failure", "started", "refusals")
+    __slots__ = ("users", "masks", "values", "error", "failure", "started", "refusals", "placed")
 
     def __init__(self) -> None:
         self.users = 0
+        self.placed = 0  # reports copied into ``Expected.into`` so far
         self.refusals = False  # whether any part flagged a refusal (else the flags cost no memory)
         self.masks: list[np.ndarray] = []
         self.values: list[bytes] = []
@@ -566,7 +570,18 @@ class ReplyCheck:
             self._fail(answer, problem)
             return
         answer.masks.append(mask)
-        answer.values.append(raw_values)
+        into = expected.into
+        if into is None:
+            answer.values.append(raw_values)
+            return
+        # received into the final array as the part arrives: one copy, no join, no concatenation
+        got = np.frombuffer(raw_values, dtype=expected.format.dtype)
+        rows = len(got) // expected.format.width if expected.format.width else len(got)
+        if answer.placed + rows > len(into):  # cannot happen past the checks above; never write past the shard's rows
+            self._fail(answer, f"{s} sent more reports than users for request {rid}")
+            return
+        into[answer.placed : answer.placed + rows] = got.reshape(into[:rows].shape)
+        answer.placed += rows
 
     def _unasked(self, rid: int) -> None:
         """A result for a request this shard was not asked: noted (the first few) and dropped."""
@@ -637,6 +652,10 @@ class ReplyCheck:
                 refused = np.broadcast_to(np.False_, (answer.users,))
             else:
                 refused = np.concatenate(answer.masks) if len(answer.masks) != 1 else answer.masks[0]
+            if expected.into is not None:
+                values = expected.into[: answer.placed]
+                results.append(Result(rid, values, refused))
+                continue
             values = np.frombuffer(_join(answer.values), dtype=fmt.dtype)
             if fmt.dtype.byteorder == "<" and not np.little_endian:  # pragma: no cover - big-endian hosts
                 values = values.astype(fmt.dtype.newbyteorder("="))

@@ -21,11 +21,13 @@ import logging
 from collections.abc import Callable, Coroutine
 from typing import Any
 
+import numpy as np
+
 from ldp.core.errors import LDPError, ParameterError
 from ldp.core.population import PopulationDescription
 from ldp.core.randomizers import RandomizerSpec
 from ldp.core.schema import Schema
-from ldp.local.messages import RoundReply, RoundRequest
+from ldp.local.messages import Assignment, RoundReply, RoundRequest
 from ldp.wire import codec
 from ldp.wire.connections import Connection, ConnectionRegistry
 from ldp.wire.v1 import aggregator_pb2 as pb
@@ -142,8 +144,19 @@ class RoundExchange:
 
     def _reply_check(self, conn: Connection, request: RoundRequest) -> codec.ReplyCheck:
         """What a correct reply of ``conn`` to ``request`` carries (checked part by part)."""
-        expected = [codec.Expected(a.request_id, len(a.users), self._report_format(a.randomizer)) for a in request.assignments]
+        expected = []
+        for a in request.assignments:
+            fmt = self._report_format(a.randomizer)
+            expected.append(codec.Expected(a.request_id, len(a.users), fmt, _destination(a, fmt)))
         return codec.ReplyCheck(conn.key, request.session_id, request.round, expected)
+
+    def report_layout(self, spec: RandomizerSpec) -> tuple[np.dtype[Any], int] | None:
+        """``spec``'s report dtype (native byte order) and row width for the current population,
+        or None when no user can run it (``LROracle.report_layout``)."""
+        fmt = self._report_format(spec)
+        if fmt.dtype is None:
+            return None
+        return fmt.dtype.newbyteorder("="), fmt.width
 
     def _report_format(self, spec: RandomizerSpec) -> codec.ReportFormat:
         """``codec.report_format`` for the current population's schema, cached per spec."""
@@ -199,3 +212,15 @@ class RoundExchange:
                 self.registry.events.append(f"a reply observer failed: {type(exc).__name__}: {codec.clip_text(str(exc), 200)}")
         conn.forget_round(key)
         fut.set_result(reply)
+
+
+def _destination(a: Assignment, fmt: codec.ReportFormat) -> np.ndarray | None:
+    """``a.into`` when it can hold this part's reports as ``fmt`` says (one row per user, the
+    dtype in native order, writable), else None (the parts are then joined at the end)."""
+    into = a.into
+    if into is None or fmt.dtype is None:
+        return None
+    shape = (len(a.users), fmt.width) if fmt.width else (len(a.users),)
+    if into.shape != shape or into.dtype != fmt.dtype.newbyteorder("=") or not into.flags.writeable:
+        return None
+    return into
