@@ -619,6 +619,7 @@ def bit_column_counts(packed: np.ndarray, k: int) -> np.ndarray:
     ns at k ≥ 512, where the words took 1.7–2.1 (and 7–10 at k = 96–128, whose two-word rows
     leave the SWAR sums tiny inner loops). OUE's count costs 3.0 / 3.7 ms per 10^6 reports at
     k = 2 / 16 (CPU time; docs/benchmarks.md, "The estimators").
+
     Examples
     --------
     >>> rows = np.packbits(np.array([[1, 0, 1], [1, 1, 0]], dtype=np.uint8), axis=1)

@@ -574,12 +574,11 @@ class ReplyCheck:
         if into is None:
             answer.values.append(raw_values)
             return
-        # received into the final array as the part arrives: one copy, no join, no concatenation
+        # Received into the final array as the part arrives: one copy, no join, no concatenation.
+        # The checks above bound the rows (users counted ≤ asked, one report per accepted user),
+        # and ``into`` is a view of this shard's rows only (``rounds._destination``).
         got = np.frombuffer(raw_values, dtype=expected.format.dtype)
         rows = len(got) // expected.format.width if expected.format.width else len(got)
-        if answer.placed + rows > len(into):  # cannot happen past the checks above; never write past the shard's rows
-            self._fail(answer, f"{s} sent more reports than users for request {rid}")
-            return
         into[answer.placed : answer.placed + rows] = got.reshape(into[:rows].shape)
         answer.placed += rows
 
