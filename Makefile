@@ -52,6 +52,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/samplers.py
 	$(PY) benchmarks/transport.py
 	$(PY) benchmarks/scaling_projection.py
+	$(PY) benchmarks/reply_parts.py
 
 # Frequency oracles against pure-LDP 1.2.0 and multi-freq-ldpy 0.2.5, in their own venv: both break
 # with numpy >= 2 and xxhash >= 4 (and pure-LDP imports scikit-learn, pandas and statsmodels).

@@ -1,9 +1,12 @@
 """benchmarks/scaling_projection.py (issue 27): the projection model, and the script as a process.
 
-The model T(P, N) = F + r·(P − 1) + N·(c/P + a), T_in(N) = F_in + N·b is checked against values
-computed by hand, and against the 16-core machine's numbers quoted in docs/benchmarks.md. The
-broken variant — the aggregator's per-user work divided among the P processes too (no serial
-part: Amdahl forgotten) — is run on the same costs and the hand-computed values reject it. The
+The model T(P, N) = F + r·(P − 1) + N·(max(c/P, a_s, (c + a_s)/K) + a_e), T_in(N) = F_in + N·b
+is checked against values computed by hand — without overlap (a_s = 0, a_e = a: the code the
+16-core machine ran, T = F + r·(P − 1) + N·(c/P + a)) and with it — and against the 16-core
+machine's numbers quoted in docs/benchmarks.md. Two broken variants — the aggregator's per-user
+work divided among the P processes too (Amdahl forgotten), and the overlapped phase taken as the
+clients' alone (the aggregator and the cores forgotten) — are run on the same costs and the
+hand-computed values reject them. The
 process test runs ``--quick`` (10^3 … 10^5 users, 1–2 client processes on loopback) with every
 wait bounded by ``tests.waits.PROCESS_WAIT_S``, and checks that the files are written and carry
 the "projection" label. No timing is asserted: the measured costs are whatever the machine gives.
@@ -78,6 +81,42 @@ def test_broken_model_is_caught() -> None:
 
     assert broken(COSTS, 10**8, 1) == pytest.approx(2.21)  # it agrees at P = 1 …
     assert broken(COSTS, 10**8, 16) != pytest.approx(0.35)  # … and the hand value rejects it at P = 16 (0.1625 s)
+
+
+# The same costs with the reply streamed: a_e = 0.5 ns after the last part, a_s = 1.5 ns on parts.
+STREAMED = SP.Costs(**{**SP.asdict(COSTS), "aggregator_after_s_per_user": 0.5e-9})
+
+
+def test_overlapped_round_time_by_hand() -> None:
+    assert (STREAMED.streamed_s_per_user, STREAMED.after_s_per_user) == (pytest.approx(1.5e-9), pytest.approx(0.5e-9))
+    # P = 16 on 16 cores: max(20/16, 1.5, 21.5/16) = 1.5 ns (the aggregator) + 0.5 → 0.025 + 0.2 s
+    assert SP.round_seconds(STREAMED, 10**8, 16) == pytest.approx(0.225)
+    assert SP.project(STREAMED, 10**8, 16).bound == "aggregator"
+    # P = 8: max(2.5, 1.5, 1.34375) = 2.5 ns (the clients) + 0.5 → 0.017 + 0.3 s
+    assert SP.round_seconds(STREAMED, 10**8, 8) == pytest.approx(0.317)
+    assert SP.project(STREAMED, 10**8, 8).bound == "clients"
+    # P = 1: 0.010 + 10^8·(20 + 0.5) ns = 2.06 s; E_1(16) = 2.06/(16·0.225) = 57.2 %
+    assert SP.round_seconds(STREAMED, 10**8, 1) == pytest.approx(2.06)
+    assert SP.project(STREAMED, 10**8, 16).efficiency_vs_one_process == pytest.approx(2.06 / (16 * 0.225))
+    assert SP.project(STREAMED, 10**8, 16).serial_share == pytest.approx((0.025 + 0.05) / 0.225)
+    # On this machine's 2 cores, 2 clients and the aggregator: max(10, 1.5, 21.5/2) = 10.75 ns (the cores)
+    assert SP.round_seconds(STREAMED, 10**8, 2, cores=2) == pytest.approx(0.011 + 1.125)
+    # The budgets with a_s, m = max(1.25, 1.5, 1.34375) = 1.5 ns: E_1(16) ≥ 70 % needs
+    # a_e ≤ (20 − 11.2·1.5)/10.2 ns = 0.314 ns; E_in(16) ≥ 70 %, a_e ≤ 15/11.2 − 1.5 < 0 (none)
+    assert SP.serial_budget_one(STREAMED, 16) == pytest.approx((20e-9 - 11.2 * 1.5e-9) / 10.2)
+    assert SP.serial_budget(STREAMED, 16) == pytest.approx(15e-9 / 11.2 - 1.5e-9)
+    edge = SP.Costs(0.0, 0.0, 20e-9, 1.5e-9 + SP.serial_budget_one(STREAMED, 16), 0.0, 15e-9, aggregator_after_s_per_user=SP.serial_budget_one(STREAMED, 16))
+    assert SP.project(edge, 10**12, 16).efficiency_vs_one_process == pytest.approx(0.7)
+
+
+def test_broken_overlap_is_caught() -> None:
+    """The overlapped phase taken as the clients' alone, c/P: the aggregator's a_s forgotten."""
+
+    def broken(costs: object, n: int, processes: int) -> float:
+        return float(costs.fixed_s + costs.per_process_s * (processes - 1) + n * (costs.client_s_per_user / processes + costs.after_s_per_user))  # type: ignore[attr-defined]
+
+    assert broken(STREAMED, 10**8, 1) == pytest.approx(2.06)  # it agrees at P = 1 …
+    assert broken(STREAMED, 10**8, 16) != pytest.approx(0.225)  # … and the hand value rejects it at P = 16 (0.2 s)
 
 
 def test_sixteen_core_check() -> None:

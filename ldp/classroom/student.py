@@ -49,7 +49,7 @@ from ldp.wire.client import EXIT_REJECTED, ClientLimits, run_client
 from ldp.wire.client_config import ClientConfig
 from ldp.wire.tls import ClientTLS, token_metadata
 
-__all__ = ["Answers", "JoinOptions", "StudentHoldings", "StudentConfig", "StudentShard", "check_join", "fetch_ca", "run_join", "ask_answers"]
+__all__ = ["Answers", "JoinOptions", "StudentHoldings", "StudentConfig", "check_join", "fetch_ca", "run_join", "ask_answers"]
 
 
 @dataclass(frozen=True)
@@ -158,21 +158,6 @@ class StudentHoldings:
         return out
 
 
-class StudentShard(Shard):
-    """The real ``Shard``, plus a line on the student's terminal for every round: what was asked,
-    what was sent, what was charged or refused."""
-
-    show: Callable[[RoundRequest, RoundReply, Shard], None] = staticmethod(lambda request, reply, shard: None)
-
-    def answer(self, request: RoundRequest) -> RoundReply:
-        reply = super().answer(request)
-        try:
-            self.show(request, reply, self)
-        except Exception as exc:  # noqa: BLE001 - printing must never change what is sent
-            print(f"(could not show the round: {exc})", file=sys.stderr)
-        return reply
-
-
 @dataclass(frozen=True)
 class StudentConfig(ClientConfig):
     """A ``ClientConfig`` whose data is a ``StudentHoldings`` and whose shard prints each round."""
@@ -188,10 +173,11 @@ class StudentConfig(ClientConfig):
         return float(self.budget)
 
     def shard(self, data: Holdings, first_user: int, count: int, store: LedgerStore) -> Shard:
-        shard = StudentShard(data, first_user, count, budget=self.effective_budget(data), key=self.report_key, store=store, key_salt=self.life_salt())  # I1: a fresh salt per join
-        if self.show is not None:
-            shard.show = self.show  # type: ignore[method-assign]
-        return shard
+        """The real ``Shard``, with the terminal as its observer: a line for every round, what was
+        asked, what was sent, what was charged or refused (``Shard.observer``)."""
+        return Shard(
+            data, first_user, count, budget=self.effective_budget(data), key=self.report_key, store=store, key_salt=self.life_salt(), observer=self.show
+        )  # I1: a fresh salt per join
 
 
 class Terminal:

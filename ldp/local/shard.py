@@ -26,8 +26,14 @@ A round is answered in three phases, so that nothing is charged without a report
    (KLNRS Definition 4.4), the others are charged and their reports drawn with the charge's
    nonces;
 3. *commit* the charges (on disk first when the store is durable), then the reply may leave.
-   Should a sampler or the commit fail, every charge of the round is refunded and the round is
-   answered with an error: no report leaves, no charge stays.
+   Should a sampler or the commit fail, every charge not yet committed is refunded and the
+   round ends with an error: no charge stays for a report that does not leave.
+
+``answer`` does phases 2 and 3 once for the whole round: all of it leaves, or none of it.
+``answer_in_parts`` (the client processes) does them part by part, a few MiB of reports at a
+time, each part charged, sampled and committed before it is yielded to leave: the aggregator
+checks one part while the users sample the next. A failure then refunds the part being drawn;
+the parts already sent stay charged, because their reports left.
 
 Session rules: one round in a NON_INTERACTIVE session; strictly increasing rounds in an
 INTERACTIVE one (``ldp.local.rules``).
@@ -36,7 +42,9 @@ INTERACTIVE one (``ldp.local.rules``).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+import sys
+from collections.abc import Callable, Generator
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 import numpy as np
@@ -50,10 +58,14 @@ from ldp.core.randomizers import LocalRandomizer, RandomizerSpec
 from ldp.core.rng import KEY_BYTES, UserRandomness, life_key, secret_key
 from ldp.core.schema import Schema
 from ldp.local.ledger_store import LedgerStore, MemoryLedgerStore
-from ldp.local.messages import Assignment, Result, RoundReply, RoundRequest
+from ldp.local.messages import Assignment, Result, RoundReply, RoundRequest, Users
 from ldp.local.rules import SessionRules
 
-__all__ = ["Shard", "Holdings"]
+__all__ = ["Shard", "Holdings", "ReplyPart", "RoundObserver"]
+
+# What a round's observer is shown as each part of it leaves: the request, restricted to the users
+# that part answers, the part, and the shard (``Shard.observer``).
+RoundObserver = Callable[[RoundRequest, RoundReply, "Shard"], None]
 
 
 class Holdings(Protocol):
@@ -82,6 +94,18 @@ class _Planned:
     users: range | np.ndarray
     randomizer: LocalRandomizer
     inputs: np.ndarray
+
+
+@dataclass(frozen=True)
+class ReplyPart:
+    """One part of a shard's answer to a round, committed and free to leave.
+
+    ``reply`` carries whole results or consecutive slices of one assignment's users, in request
+    and user order, so the parts of a round, joined in order, are the round's reply; ``final``
+    marks the round's last part (it may carry a round-level error)."""
+
+    reply: RoundReply
+    final: bool
 
 
 # Reports are drawn this many users at a time: the AES blocks and the sampler's temporaries
@@ -120,6 +144,8 @@ class Shard:
     this process life's salt (``ldp.core.rng.new_life_salt``): reports are drawn under
     ``life_key(key, key_salt)``; None or empty means the experiment vouches that this life's
     (key, user, nonce) never repeat (seeded in-process runs), and the key is used unchanged.
+    ``observer`` (a public hook: the classroom's student terminal) is shown every part of every
+    answer as it leaves (``RoundObserver``).
     """
 
     def __init__(
@@ -132,6 +158,7 @@ class Shard:
         key: bytes | None = None,
         store: LedgerStore | None = None,
         key_salt: bytes | None = None,
+        observer: RoundObserver | None = None,
     ) -> None:
         if first_user < 0 or count < 1 or first_user + count > data.size:
             raise ParameterError(f"users {first_user}..{first_user + count - 1} are outside the data's users 0..{data.size - 1}")
@@ -157,6 +184,7 @@ class Shard:
         self._memo = memo_key(long_term)
         self._rules = SessionRules()
         self._built: dict[str, LocalRandomizer] = {}  # randomizers by spec: a round of 10^4 alike requests builds one
+        self.observer = observer
 
     @property
     def stop(self) -> int:
@@ -174,32 +202,95 @@ class Shard:
         return PopulationDescription(int(self.data.size), self.data.schema)
 
     def answer(self, request: RoundRequest) -> RoundReply:
-        """Answer every assignment of one round (vectorized over each assignment's users)."""
+        """Answer every assignment of one round (vectorized over each assignment's users), as one
+        reply: every report leaves with it, or none does and nothing stays charged."""
+        (part,) = self.answer_in_parts(request)
+        return part.reply
+
+    def answer_in_parts(self, request: RoundRequest, part_bytes: int | None = None) -> Generator[ReplyPart, None, None]:
+        """Answer one round part by part: each part charged, sampled and committed (on disk first
+        when the store is durable) before it is yielded, free to leave.
+
+        Parameters
+        ----------
+        request : RoundRequest
+            The round; validated whole (phase 1) before anything is charged.
+        part_bytes : int or None
+            Close a part once its reports hold this many bytes; an assignment larger than that is
+            answered in slices of its users (at least ``SAMPLE_CHUNK`` each). None: one part.
+
+        Yields
+        ------
+        ReplyPart
+            The round's parts in order, the last with ``final``. Their results joined are the
+            reply ``answer`` gives, report for report: every draw is a function of (user,
+            nonce), and the ledger gives each user the same nonce whatever the slicing.
+
+        Notes
+        -----
+        The charge invariant holds part by part: a part's users are charged before its reports
+        are drawn and committed before it is yielded; should a sampler or a commit fail, the
+        charges of the part being drawn are refunded (they are not committed yet), the parts
+        already yielded stay charged, and a final part carries the error. A consumer that stops
+        early leaves the parts it took charged, as they may have left.
+        """
+        session, round_ = request.session_id, request.round
         refusal = self._rules.admit(request)
         if refusal:
-            return RoundReply(request.session_id, request.round, error=refusal)
-        plans: list[_Planned | Result] = [self._plan(a) for a in request.assignments]
-        charges: list[tuple[Ledger, Charge]] = []  # (the ledger charged, the charge), for a refund
+            yield self._observed(request, ReplyPart(RoundReply(session, round_, error=refusal), True))
+            return
+        steps = [(a, step) for a in request.assignments for step in _slices(self._plan(a), part_bytes)]
+        charges: list[tuple[Ledger, Charge]] = []  # (the ledger charged, the charge) of this part: for a refund
         results: list[Result] = []
-        try:
-            for plan in plans:
-                if isinstance(plan, Result):
-                    results.append(plan)
-                    continue
-                accepted, nonces = self._charge(plan, charges)
-                everyone = bool(accepted.all())  # the common case: no mask copies
-                users = plan.users if everyone else _ids(plan.users)[accepted]
-                inputs = plan.inputs if everyone else plan.inputs[accepted]
-                values = sample_reports(plan.randomizer, inputs, self._key, users, nonces, self._memo)
-                # Nobody refused: the flags are a zero-stride view (no byte per user to build or keep).
-                refused = np.broadcast_to(np.False_, (len(plan.users),)) if everyone else ~accepted
-                results.append(Result(plan.assignment.request_id, values, refused))
-            self._store.commit()  # durable stores: every charge is on disk before any report leaves
-        except Exception as exc:  # noqa: BLE001 - a sampler bug or a failed commit must not leave charges without reports
-            for ledger, charge in reversed(charges):
-                ledger.refund(charge)
-            return RoundReply(request.session_id, request.round, error=f"the shard failed to answer (nothing was charged): {type(exc).__name__}: {exc}")
-        return RoundReply(request.session_id, request.round, tuple(results))
+        asked: list[Assignment] = []  # what this part answers, for the observer
+        size = sent = start = 0  # this part's report bytes; reports already yielded; this part's first step
+        for i, (assignment, step) in enumerate(steps):
+            final = i == len(steps) - 1
+            try:
+                result = step if isinstance(step, Result) else self._sample(step, charges)
+                results.append(result)
+                size += result.values.nbytes
+                if final or (part_bytes is not None and size >= part_bytes):
+                    self._store.commit()  # durable stores: the part's charges are on disk before its reports leave
+            except Exception as exc:  # noqa: BLE001 - a sampler bug or a failed commit must not leave charges without reports
+                for ledger, charge in reversed(charges):
+                    ledger.refund(charge)
+                done = "nothing was charged" if not sent else f"the {sent} reports already sent stay charged; nothing else was"
+                failed = RoundReply(session, round_, error=f"the shard failed to answer ({done}): {type(exc).__name__}: {exc}")
+                yield self._observed(request, ReplyPart(failed, True))
+                return
+            if self.observer is not None:
+                asked.append(assignment if isinstance(step, Result) else _slice_of(assignment, step.users))
+            if final or (part_bytes is not None and size >= part_bytes):
+                charges.clear()  # committed: they go with the part
+                part = ReplyPart(RoundReply(session, round_, tuple(results)), final)
+                yield self._observed(request, part, None if start == 0 and final else asked)
+                sent += sum(len(r.values) for r in results)
+                results, asked, size, start = [], [], 0, i + 1
+        if not steps:
+            yield self._observed(request, ReplyPart(RoundReply(session, round_), True))
+
+    def _sample(self, plan: _Planned, charges: list[tuple[Ledger, Charge]]) -> Result:
+        """Charge ``plan``'s users and draw the accepted users' reports with the charge's nonces."""
+        accepted, nonces = self._charge(plan, charges)
+        everyone = bool(accepted.all())  # the common case: no mask copies
+        users = plan.users if everyone else _ids(plan.users)[accepted]
+        inputs = plan.inputs if everyone else plan.inputs[accepted]
+        values = sample_reports(plan.randomizer, inputs, self._key, users, nonces, self._memo)
+        # Nobody refused: the flags are a zero-stride view (no byte per user to build or keep).
+        refused = np.broadcast_to(np.False_, (len(plan.users),)) if everyone else ~accepted
+        return Result(plan.assignment.request_id, values, refused)
+
+    def _observed(self, request: RoundRequest, part: ReplyPart, asked: list[Assignment] | None = None) -> ReplyPart:
+        """Show ``part`` to ``observer`` with the request it answers: ``request`` restricted to
+        ``asked`` (None: the whole request, for a round answered in one part or a round-level
+        error). An observer that fails changes nothing that is sent."""
+        if self.observer is not None:
+            try:
+                self.observer(request if asked is None else replace(request, assignments=tuple(asked)), part.reply, self)
+            except Exception as exc:  # noqa: BLE001 - showing a round must never change it
+                print(f"(could not show the round: {type(exc).__name__}: {exc})", file=sys.stderr)
+        return part
 
     def _charge(self, plan: _Planned, charges: list[tuple[Ledger, Charge]]) -> tuple[np.ndarray, np.ndarray]:
         """Charge one assignment's users (each charge appended to ``charges``, for the refund):
@@ -285,3 +376,26 @@ class Shard:
 def _ids(users: range | np.ndarray) -> np.ndarray:
     """The users as an int64 id array (a range is materialized only where ids are needed)."""
     return np.arange(users.start, users.stop, dtype=np.int64) if isinstance(users, range) else users
+
+
+def _slices(plan: _Planned | Result, part_bytes: int | None) -> list[_Planned | Result]:
+    """``plan`` as consecutive slices of its users whose reports fill about ``part_bytes`` each (at
+    least ``SAMPLE_CHUNK`` users); one slice for None, an error Result, or a small assignment."""
+    if part_bytes is None or isinstance(plan, Result):
+        return [plan]
+    randomizer = plan.randomizer
+    columns = getattr(randomizer.randomizer, "report_columns", None)  # rows of packed bits or (hash, y)
+    row_bytes = np.dtype(randomizer.report_dtype).itemsize * max(int(columns if columns is not None else randomizer.report_width), 1)
+    per = max(SAMPLE_CHUNK, int(part_bytes) // row_bytes)
+    n = len(plan.users)
+    if n <= per:
+        return [plan]
+    return [_Planned(plan.assignment, plan.users[lo : lo + per], randomizer, plan.inputs[lo : lo + per]) for lo in range(0, n, per)]
+
+
+def _slice_of(assignment: Assignment, users: range | np.ndarray) -> Assignment:
+    """``assignment`` restricted to ``users`` (a slice of its own users, in order)."""
+    if len(users) == len(assignment.users):
+        return assignment
+    part = Users.range(users.start, users.stop) if isinstance(users, range) else Users(0, 0, users)
+    return replace(assignment, users=part)

@@ -6,9 +6,11 @@ aggregator — and prepares its shard: the users of its claim K/M (sub-shard j/P
 records ready and ledgers open. Then it connects to an aggregator (retrying with backoff while
 it is not up yet), says Hello with its claim, checks that the range in Welcome is the one it
 computed itself, declares its public description in Ready (schema, number of users, budget),
-and answers every round with ``Shard.answer`` — validated before any charge, ledger charged (and
-committed, on disk first when durable) before the reply leaves, users over budget refused, a
-second round of a non-interactive session refused. A ``Load`` carries a population sealed by the
+and answers every round with ``Shard.answer_in_parts`` — validated before any charge, each part
+charged, sampled and committed (on disk first when durable) before it leaves, users over budget
+refused, a second round of a non-interactive session refused. A round's parts are drawn in a
+worker thread while the previous part is written, so the aggregator checks one part while the
+users sample the next (``REPLY_PART_BYTES``). A ``Load`` carries a population sealed by the
 experiment; the client opens it with its seal key, checks the range, and hosts it (ledgers of
 data it has seen continue), or reports the failure in ``Ready.error`` and holds no users until
 the next Load.
@@ -25,7 +27,8 @@ in time — no hang, no traceback.
 Source: docs/design.md §2a–3; KLNRS Definition 4.4 (budgets enforced by the user's side).
 
 Usage: ``python -m ldp.wire.client --connect HOST:PORT --config FILE|- --shard K/M [--sub j/P]
-[--connect-timeout S] [--welcome-timeout S] [--part-timeout S] [--max-request-bytes B]``.
+[--connect-timeout S] [--welcome-timeout S] [--part-timeout S] [--max-request-bytes B]
+[--reply-part-bytes B]``.
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ import os
 import re
 import socket
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,7 +52,7 @@ import numpy as np
 
 from ldp.core.errors import LDPError, ParameterError
 from ldp.local.messages import Result, RoundReply, RoundRequest
-from ldp.local.shard import Holdings, Shard
+from ldp.local.shard import Holdings, ReplyPart, Shard
 from ldp.wire import codec
 from ldp.wire.aggregator import ShardClaim, shard_range
 from ldp.wire.client_config import ClientConfig
@@ -80,6 +83,12 @@ _RETRY = -1  # internal: turned away because the claim overlaps a connected shar
 MAX_ERROR_CHARS = 1000
 # A message line quotes at most this much of what the aggregator said (e.g. a Close reason).
 _MAX_QUOTE_CHARS = 300
+# A round is answered in parts of about this many bytes of reports (``Shard.answer_in_parts``),
+# each written while the next is drawn, so the aggregator checks one part while the users sample
+# the next. Measured (docs/benchmarks.md, "Reply parts"): 1 MiB parts (10^6 one-byte reports)
+# gave the shortest rounds at 3·10^6–10^7 users; 256 KiB parts cost the aggregator ≈ 0.2 ms more
+# CPU a part, and one part per round overlaps nothing.
+REPLY_PART_BYTES = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -94,6 +103,8 @@ class ClientLimits:
       At most one unfinished request is buffered: a part of another (session, round) drops it.
     - ``retry_first_s``/``retry_max_s``: the backoff between attempts when the aggregator turns
       the claim away because it overlaps a connected shard (retried until ``--connect-timeout``).
+    - ``reply_part_bytes``: a round's reply is drawn, committed and written in parts of about
+      this many bytes of reports (``Shard.answer_in_parts``; ``REPLY_PART_BYTES``).
     A dropped request whose final part arrives later is answered with a round-level error.
     """
 
@@ -102,6 +113,7 @@ class ClientLimits:
     max_request_bytes: int = 256 << 20
     retry_first_s: float = 0.5
     retry_max_s: float = 8.0
+    reply_part_bytes: int = REPLY_PART_BYTES
 
     MIN_PART_TIMEOUT_S = 1.0
 
@@ -112,6 +124,8 @@ class ClientLimits:
                 raise ParameterError(f"{name} must be a finite number of seconds > 0, got {value!r}")
         if self.max_request_bytes < 1:
             raise ParameterError(f"max_request_bytes must be ≥ 1, got {self.max_request_bytes}")
+        if not 1 <= self.reply_part_bytes <= codec.MAX_MESSAGE_BYTES:
+            raise ParameterError(f"reply_part_bytes must be in 1..{codec.MAX_MESSAGE_BYTES} (a part's reports fit one message), got {self.reply_part_bytes}")
 
     def part_timeout(self, deadline_s: float) -> float:
         """How long the rest of a request with this ``deadline_s`` may take to arrive."""
@@ -528,17 +542,72 @@ class _Stream:
         elif current is None:
             reply = _round_error(parts, "this client holds no users (on standby, or its last Load failed)")
         else:
-            reply = _answer(current, parts)
+            await self.answer(current, parts)
+            return
         if self.answer_delay_s > 0:
             await asyncio.sleep(self.answer_delay_s)
         for m in _encode_reply(reply):
             await self.call.write(m)
 
+    async def answer(self, shard: Shard, request_parts: list[pb.RoundRequest]) -> None:
+        """Answer one round in parts (``reply_parts``): the first drawn here (a round of one part,
+        the common small round, never leaves the event loop's thread), each later one in a worker
+        thread while the one before it is written, so the loop stays free to write and to keep
+        the call alive. The generator is advanced by one thread at a time, and closed only once
+        no thread runs it."""
+        loop = asyncio.get_running_loop()
+        parts = reply_parts(shard, request_parts, self.pending.limits.reply_part_bytes)
+        drawing: asyncio.Future[ReplyPart] = loop.create_future()
+        drawing.set_result(next(parts))  # never raises: reply_parts turns every failure into a final part
+        try:
+            if self.answer_delay_s > 0:
+                await asyncio.sleep(self.answer_delay_s)
+            while True:
+                part = await drawing
+                if not part.final:
+                    drawing = loop.run_in_executor(None, next, parts)  # the next part, drawn while this one is written
+                for m in _encode_reply(part.reply, final=part.final):
+                    await self.call.write(m)
+                if part.final:
+                    return
+        finally:
+            if not drawing.done():
+                with contextlib.suppress(BaseException):
+                    await asyncio.shield(drawing)  # a part still being drawn: let it finish
+            if drawing.done():  # never close a generator a thread is running (it closes itself when dropped)
+                parts.close()  # the parts drawn stay charged (they may have left); nothing else was charged
 
-def _encode_reply(reply: RoundReply) -> list[pb.ClientMessage]:
+
+def reply_parts(shard: Shard, request_parts: list[pb.RoundRequest], part_bytes: int = REPLY_PART_BYTES) -> Generator[ReplyPart, None, None]:
+    """The parts of ``shard``'s reply to a round request (``Shard.answer_in_parts``, parts of
+    about ``part_bytes`` of reports), ending with the final one. A malformed request or an
+    unexpected failure becomes a final error part: nothing here raises."""
+    try:
+        request: RoundRequest = codec.decode_request(request_parts)
+    except Exception as exc:  # noqa: BLE001 - ParameterError, ValueError, RecursionError (deep JSON), MemoryError...
+        yield ReplyPart(_round_error(request_parts, f"malformed round request: {type(exc).__name__}: {exc}"), True)
+        return
+    parts = shard.answer_in_parts(request, part_bytes)
+    try:
+        while True:
+            try:
+                part = next(parts)
+            except StopIteration:  # pragma: no cover - a shard's parts always end with a final one
+                part = ReplyPart(_round_error(request_parts, "the shard ended its answer without a final part"), True)
+            except Exception as exc:  # noqa: BLE001 - the process must stay up and say what went wrong
+                part = ReplyPart(_round_error(request_parts, f"the shard failed to answer: {type(exc).__name__}: {exc}"), True)
+            yield part
+            if part.final:
+                return
+    finally:
+        parts.close()
+
+
+def _encode_reply(reply: RoundReply, final: bool = True) -> list[pb.ClientMessage]:
     """``codec.encode_reply`` with every error clipped to ``MAX_ERROR_CHARS`` and the results
     batched so that the parts stay a few MiB even when most of a reply is error text (the codec
-    sizes parts by their reports). The decoded reply is the same, errors clipped."""
+    sizes parts by their reports). The decoded reply is the same, errors clipped. ``final``:
+    whether this reply is the round's last part (else no message of it is marked final)."""
     results = tuple(r if len(r.error) <= MAX_ERROR_CHARS else dataclasses.replace(r, error=_clip(r.error)) for r in reply.results)
     reply = RoundReply(reply.session_id, reply.round, results, _clip(reply.error))
     batches: list[list[Result]] = [[]]
@@ -551,9 +620,10 @@ def _encode_reply(reply: RoundReply) -> list[pb.ClientMessage]:
         batches[-1].append(r)
         size += cost
     if len(batches) == 1:
-        return codec.encode_reply(reply)
-    out = [m for b in batches for m in codec.encode_reply(RoundReply(reply.session_id, reply.round, tuple(b), reply.error))]
-    for m in out[:-1]:
+        out = codec.encode_reply(reply)
+    else:
+        out = [m for b in batches for m in codec.encode_reply(RoundReply(reply.session_id, reply.round, tuple(b), reply.error))]
+    for m in out[:-1] if final else out:
         m.reply.final = False
     return out
 
@@ -603,18 +673,6 @@ class _UsersSide:
         return self.ready(load.load_id)
 
 
-def _answer(shard: Shard, request_parts: list[pb.RoundRequest]) -> RoundReply:
-    """The shard's reply; a malformed request or an unexpected failure becomes an error reply."""
-    try:
-        request: RoundRequest = codec.decode_request(request_parts)
-    except Exception as exc:  # noqa: BLE001 - ParameterError, ValueError, RecursionError (deep JSON), MemoryError...
-        return _round_error(request_parts, f"malformed round request: {type(exc).__name__}: {exc}")
-    try:
-        return shard.answer(request)
-    except Exception as exc:  # noqa: BLE001 - the process must stay up and say what went wrong
-        return _round_error(request_parts, f"the shard failed to answer: {type(exc).__name__}: {exc}")
-
-
 def parse_fraction(text: str, what: str = "shard") -> tuple[int, int]:
     """'K/M' → (K, M) with 0 ≤ K < M."""
     try:
@@ -646,6 +704,10 @@ def main(argv: list[str] | None = None) -> int:
         "--max-request-bytes", type=int, default=defaults.max_request_bytes,
         help=f"bytes of one unfinished round request the client buffers (default {defaults.max_request_bytes})",
     )
+    parser.add_argument(
+        "--reply-part-bytes", type=int, default=defaults.reply_part_bytes, metavar="B",
+        help=f"write a round's reply in parts of about B bytes of reports, each drawn while the one before is sent (default {defaults.reply_part_bytes})",
+    )
     parser.add_argument("--answer-delay", type=float, default=0.0, help=argparse.SUPPRESS)  # fault injection (tests)
     parser.add_argument("--protocol-version", type=int, default=codec.PROTOCOL_VERSION, help=argparse.SUPPRESS)  # tests
     parser.add_argument(
@@ -658,7 +720,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     claim = ShardClaim(args.shard[0], args.shard[1], args.sub[0], args.sub[1])
     try:
-        limits = ClientLimits(args.welcome_timeout, args.part_timeout, args.max_request_bytes)
+        limits = ClientLimits(args.welcome_timeout, args.part_timeout, args.max_request_bytes, reply_part_bytes=args.reply_part_bytes)
     except ParameterError as exc:
         parser.error(str(exc))
     try:

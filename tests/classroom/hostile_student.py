@@ -27,7 +27,12 @@ def main(argv: list[str]) -> int:
 
         codec.encode_ledger = no_ledger  # type: ignore[assignment]
     elif mode == "error-text":
-        client._answer = lambda shard, parts: client._round_error(parts, arg)  # type: ignore[assignment]  # noqa: SLF001
+        from ldp.local.shard import ReplyPart
+
+        def error_reply(shard: Any, parts: Any) -> Any:
+            yield ReplyPart(client._round_error(parts, arg), True)  # noqa: SLF001
+
+        client.reply_parts = error_reply  # type: ignore[assignment]
     else:
         raise SystemExit(f"unknown mode {mode!r}")
     from ldp.cli.main import main as ldp_main

@@ -8,7 +8,7 @@ at the edges of its type: 0, −1 (int32), 2^31, 2^32 − 1, 2^63 − 1, 2^63, 2
 and 0, −0, −1, the smallest subnormal, 1e300, NaN and ±inf for doubles.
 
 - In process, with hypothesis: any mix of edge values in a RoundRequest, answered by the code a
-  client runs (``ldp.wire.client._answer`` over a ``Shard``), gives a reply whose every error
+  client runs (``ldp.wire.client.reply_parts`` over a ``Shard``), gives a reply whose every error
   text is a validation message: no builtin exception's name (OverflowError, TypeError, ...) in
   it, nothing charged for a refused request, and nothing raises.
 - The aggregator's API side: a ``RoundRequest`` either refuses an edge value with a
@@ -40,11 +40,11 @@ from hypothesis import strategies as st
 from ldp.core.errors import LDPError, ParameterError
 from ldp.core.query_specs import field_query
 from ldp.core.randomizers import RandomizerSpec
-from ldp.local.messages import Assignment, RoundRequest, SessionKind, Users
+from ldp.local.messages import Assignment, RoundReply, RoundRequest, SessionKind, Users
 from ldp.local.shard import Shard
 from ldp.wire import codec
 from ldp.wire.aggregator import ShardClaim
-from ldp.wire.client import _answer
+from ldp.wire.client import reply_parts
 from ldp.wire.client_config import ClientConfig
 from ldp.wire.launcher import spawn_clients, stop_clients
 from ldp.wire.sealed import new_seal_key, seal_population
@@ -67,6 +67,13 @@ DOUBLE = [0.0, -0.0, -1.0, 5e-324, 1e300, math.nan, math.inf, -math.inf]
 # leaked, not a validation message.
 RAW = re.compile(r"\b(" + "|".join(sorted({n for n, v in vars(builtins).items() if isinstance(v, type) and issubclass(v, BaseException) and n.endswith("Error")} | {"DecodeError", "StopIteration"})) + r")\b")
 
+
+
+def _answer(shard: Shard, part: pb.RoundRequest) -> RoundReply:
+    """The client's reply to a one-part request, by the code it runs (a round this small is one part)."""
+    (only,) = reply_parts(shard, [part])
+    assert only.final
+    return only.reply
 
 def clean(text: str) -> bool:
     return not RAW.search(text)
@@ -111,7 +118,7 @@ def edge_requests(draw: st.DrawFn) -> pb.RoundRequest:
 def test_edge_values_get_a_validation_message_and_charge_nothing_refused(part: pb.RoundRequest) -> None:
     shard = Shard(SPEC, 0, N)
     part = pb.RoundRequest.FromString(part.SerializeToString())  # what the client reads
-    reply = _answer(shard, [part])  # never raises: the client's own handler
+    reply = _answer(shard, part)  # never raises: the client's own handler
     assert all(clean(t) for t in texts(reply)), texts(reply)
     spent = int(shard.ledger.spent_units().sum())
     if reply.error:
@@ -127,7 +134,7 @@ def test_a_range_at_or_past_2_63_is_a_validation_message(stop: int) -> None:
     """The case the hostile tester found, by name."""
     shard = Shard(SPEC, 0, N)
     part = pb.RoundRequest(session_id=1, session_kind=2, round=0, deadline_s=30.0, final=True, assignments=[assignment(1, 0, stop, randomizer("binary_rr", 0.5))])
-    reply = _answer(shard, [part])
+    reply = _answer(shard, part)
     assert f"a user range needs integers 0 ≤ start ≤ stop < 2^63 (user ids are int64), got [0, {stop})" in reply.error, reply.error
     assert clean(reply.error) and not shard.ledger.spent_units().any()
 
@@ -136,7 +143,7 @@ def test_a_range_at_or_past_2_63_is_a_validation_message(stop: int) -> None:
 def test_a_deadline_outside_0_to_10_6_seconds_is_refused_by_the_client(deadline: float) -> None:
     shard = Shard(SPEC, 0, N)
     part = pb.RoundRequest(session_id=1, session_kind=2, round=0, deadline_s=deadline, final=True, assignments=[assignment(1, 0, N, randomizer("binary_rr", 0.5))])
-    reply = _answer(shard, [part])
+    reply = _answer(shard, part)
     assert "the round deadline deadline_s must be a finite number of seconds in (0, 10^6]" in reply.error, reply.error
     assert not reply.results and not shard.ledger.spent_units().any()
 
