@@ -24,7 +24,6 @@ measured here and printed, never asserted (tests/test_reply_parts_bench.py runs 
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import csv
@@ -42,7 +41,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling benchmark scaling.py, run as a script or imported
 
-from scaling import ROUND, population  # noqa: E402
+from scaling import ROUND, bench_arguments, population, process_cpu_s  # noqa: E402
 
 from ldp.local.messages import SessionKind  # noqa: E402
 from ldp.local.session import Request, Session  # noqa: E402
@@ -68,15 +67,6 @@ class Row:
     reps: int
 
 
-_TICK_S = 1.0 / os.sysconf("SC_CLK_TCK")
-
-
-def _cpu_s(pid: int) -> float:
-    """A process's CPU seconds so far, all its threads (utime + stime of /proc/PID/stat)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) * _TICK_S
-
-
 def _label(part_bytes: int) -> str:
     return "one part" if part_bytes == ONE_PART else f"{part_bytes >> 10} KiB"
 
@@ -98,13 +88,13 @@ async def measure(n: int, processes: int, sizes: Sequence[int], reps: int, log: 
         for rep in range(reps):
             log(f"N = {n:.0e}, P = {processes}: repetition {rep + 1}/{reps} ({rounds} rounds per part size)")
             for size, session, pids in configs[rep % len(configs) :] + configs[: rep % len(configs)]:
-                c0, a0, t0 = sum(_cpu_s(p) for p in pids), time.process_time(), time.perf_counter()
+                c0, a0, t0 = sum(process_cpu_s(p) for p in pids), time.process_time(), time.perf_counter()
                 for _ in range(rounds):
                     (reports,) = await session.round([Request.of(range(n), ROUND)])
                     assert reports.counts()["answered"] == n and 0 <= int(np.count_nonzero(reports.values)) <= n
                     del reports
                 wall = (time.perf_counter() - t0) / rounds
-                samples[size].append((wall, (time.process_time() - a0) / rounds / n, (sum(_cpu_s(p) for p in pids) - c0) / rounds / n))
+                samples[size].append((wall, (time.process_time() - a0) / rounds / n, (sum(process_cpu_s(p) for p in pids) - c0) / rounds / n))
     medians = {size: tuple(statistics.median(s[i] for s in samples[size]) for i in range(3)) for size in sizes}
     base = medians[ONE_PART][0] if ONE_PART in medians else float("nan")
     return [Row(n, processes, size, m[0], m[0] / base, m[1] * 1e9, m[2] * 1e9, rounds, reps) for size, m in medians.items()]
@@ -171,13 +161,7 @@ def run(sizes_n: Sequence[int], processes: Sequence[int], part_sizes: Sequence[i
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="N = 3·10^5, P = 1, parts of 64 KiB, 256 KiB and one part: a smoke run")
-    parser.add_argument("--reps", type=int, default=7, help="interleaved repetitions, ≥ 3 (default 7)")
-    parser.add_argument("--out", type=Path, default=Path("results/reply_parts"), help="output folder (default results/reply_parts)")
-    args = parser.parse_args(argv)
-    if args.reps < 3:
-        parser.error(f"--reps must be ≥ 3 (a median of at least 3 repetitions), got {args.reps}")
+    args = bench_arguments(__doc__.splitlines()[0], "N = 3·10^5, P = 1, parts of 64 KiB, 256 KiB and one part: a smoke run", 7, "results/reply_parts", argv)
     if args.quick:
         run([3 * 10**5], [1], [1 << 16, 1 << 18, ONE_PART], args.reps, args.out)
     else:

@@ -36,6 +36,7 @@ import statistics
 import sys
 import time
 import tracemalloc
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -67,6 +68,29 @@ def process_status(pid: int | str, key: str) -> int:
         if line.startswith(key + ":"):
             return int(line.split()[1]) * 1024
     raise KeyError(key)
+
+
+_TICK_S = 1.0 / os.sysconf("SC_CLK_TCK")
+
+
+def bench_arguments(description: str, quick: str, reps: int, out: str, argv: Sequence[str] | None) -> argparse.Namespace:
+    """The options every projection benchmark takes: ``--quick`` (its meaning: ``quick``), ``--reps``
+    (≥ 3 interleaved repetitions, default ``reps``) and ``--out`` (default ``out``); a bad
+    ``--reps`` is one line and exit 2."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--quick", action="store_true", help=quick)
+    parser.add_argument("--reps", type=int, default=reps, help=f"interleaved repetitions, ≥ 3 (default {reps})")
+    parser.add_argument("--out", type=Path, default=Path(out), help=f"output folder (default {out})")
+    args = parser.parse_args(argv)
+    if args.reps < 3:
+        parser.error(f"--reps must be ≥ 3 (a median of at least 3 repetitions), got {args.reps}")
+    return args
+
+
+def process_cpu_s(pid: int) -> float:
+    """A process's CPU seconds so far, all its threads (utime + stime of /proc/PID/stat)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) * _TICK_S  # fields 14 and 15 of proc(5), counted after the name
 
 
 def _reset_peak(pid: int | str) -> None:

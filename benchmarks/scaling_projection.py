@@ -52,11 +52,11 @@ carry over to a machine whose cores are uniformly slower.
 
 Checks, printed and written:
 
-- against this machine: T(2) predicted from the one-process costs alone (``r`` = 0: ``r`` is
-  measured from the two-process run) against the measured two-process round, at each size
-  (2 client processes and the aggregator share the 2 cores; the cores that other work on the
-  shared machine held during the round — /proc/stat's busy time less this run's — are reported,
-  with the prediction again on the cores left: c/min(P, cores − others));
+- against this machine: T(1) and T(2) predicted from the one-process costs alone (``r`` = 0:
+  ``r`` is measured from the two-process run) on its K cores against the measured rounds, at
+  each size (2 client processes and the aggregator share the 2 cores; the cores that other work
+  on the shared machine held during the round — /proc/stat's busy time less this run's — are
+  reported, with the prediction again on the cores left: K = cores − others);
 - against the 16-core machine's measured run (docs/benchmarks.md, "Scaling", 10^8 users: 4.86×
   over in process at 14 processes, 35 %): the same model with that machine's costs — ``c + a``
   from its one-process round and ``a`` = 2.7 ns per user from its aggregator profile — against
@@ -74,7 +74,6 @@ as a process and checks the model against hand-computed values).
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import csv
@@ -94,7 +93,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling benchmark scaling.py, run as a script or imported
 
-from scaling import REPORT_BYTES, ROUND, memory_round, population, process_status  # noqa: E402
+from scaling import REPORT_BYTES, ROUND, bench_arguments, memory_round, population, process_cpu_s, process_status  # noqa: E402
 
 from ldp.local.messages import SessionKind  # noqa: E402
 from ldp.local.oracle import InProcessLROracle, LROracle  # noqa: E402
@@ -275,14 +274,6 @@ def sixteen_core_check() -> dict[str, Any]:
 
 # --- measurement ---------------------------------------------------------------------------------
 
-_TICK_S = 1.0 / os.sysconf("SC_CLK_TCK")
-
-
-def _cpu_s(pid: int) -> float:
-    """A process's CPU seconds so far, all its threads (utime + stime of /proc/PID/stat)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) * _TICK_S  # fields 14 and 15 of proc(5), counted after the name
-
 
 def _batch(n: int) -> int:
     """Rounds per repetition: ≈ 5·10^7 user-rounds (≈ 1 s of client CPU against a 10 ms
@@ -303,10 +294,13 @@ class Config:
     loaded_bytes: float = 0.0  # the clients' resident memory at ready
 
 
+_CLOCK_TICK_S = 1.0 / os.sysconf("SC_CLK_TCK")  # /proc/stat counts in clock ticks
+
+
 def _busy_s() -> float:
     """CPU seconds the whole machine has spent busy so far (/proc/stat: all but idle and iowait)."""
     values = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
-    return (sum(values[:8]) - values[3] - values[4]) * _TICK_S
+    return (sum(values[:8]) - values[3] - values[4]) * _CLOCK_TICK_S
 
 
 # This process's CPU time when a shard's last reply part was taken (``ReplyCheck.finish``): the
@@ -335,7 +329,7 @@ async def _timed_batch(cfg: Config, n: int, rounds: int) -> tuple[float, float, 
     the wall time: the machine is shared, and the 2-process check needs to know); and this
     process's CPU seconds after the last shard's last reply part (a_e's share; 0 in process)."""
     m0 = _busy_s()
-    c0 = sum(_cpu_s(p) for p in cfg.pids)
+    c0 = sum(process_cpu_s(p) for p in cfg.pids)
     a0 = time.process_time()
     t0 = time.perf_counter()
     after = 0.0
@@ -350,7 +344,7 @@ async def _timed_batch(cfg: Config, n: int, rounds: int) -> tuple[float, float, 
             after += time.process_time() - _LAST_FINISH[0]
     wall = time.perf_counter() - t0
     agg = time.process_time() - a0
-    clients = sum(_cpu_s(p) for p in cfg.pids) - c0
+    clients = sum(process_cpu_s(p) for p in cfg.pids) - c0
     others = max(0.0, _busy_s() - m0 - agg - clients) / wall
     return wall / rounds, agg / rounds, clients / rounds, others, after / rounds
 
@@ -369,7 +363,7 @@ async def measure_size(n: int, processes: Sequence[int], reps: int, log: Any) ->
             ready = time.perf_counter() - t0
             pids = [c.process.pid for c in oracle.clients]  # type: ignore[attr-defined]
             cfg = Config(f"gRPC {p}", p, oracle, pids, Session(oracle, SessionKind.INTERACTIVE), ready)
-            cfg.startup_cpu_s = sum(_cpu_s(q) for q in pids)  # interpreter, imports, records, connecting
+            cfg.startup_cpu_s = sum(process_cpu_s(q) for q in pids)  # interpreter, imports, records, connecting
             cfg.loaded_bytes = sum(process_status(q, "VmRSS") for q in pids)
             configs.append(cfg)
         for cfg in configs:  # warm-up: first-round imports, gRPC channels, the shards' randomizer cache
@@ -549,7 +543,7 @@ def plot(table: list[Projection], sixteen: dict[str, Any], path: Path) -> None:
     rows16 = sixteen["rows"]
     ax.plot([r["processes"] for r in rows16], [r["measured_efficiency"] for r in rows16], "x", color="k", markersize=9, label="16-core machine, measured, N = 10^8 (E_in)")
     ax.axhline(TARGET_EFFICIENCY, color="grey", linestyle=":", label="issue 27 goal (70 %)")
-    ax.set_xlabel("P, client processes (one core each)")
+    ax.set_xlabel(f"P, client processes (on {PROJECT_CORES} cores, with the aggregator)")
     ax.set_ylabel("parallel efficiency")
     ax.set_ylim(0, 1.05)
     ax.set_xticks(list(PROJECT_PROCESSES))
@@ -595,13 +589,7 @@ def run(sizes: Sequence[int], processes: Sequence[int], reps: int, out: Path) ->
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="10^3, 10^4, 10^5 users (a smoke run; the costs are then dominated by fixed costs)")
-    parser.add_argument("--reps", type=int, default=5, help="interleaved repetitions, ≥ 3 (default 5)")
-    parser.add_argument("--out", type=Path, default=Path("results/scaling_projection"), help="output folder (default results/scaling_projection)")
-    args = parser.parse_args(argv)
-    if args.reps < 3:
-        parser.error(f"--reps must be ≥ 3 (a median of at least 3 repetitions), got {args.reps}")
+    args = bench_arguments(__doc__.splitlines()[0], "10^3, 10^4, 10^5 users (a smoke run; the costs are then dominated by fixed costs)", 5, "results/scaling_projection", argv)
     sizes = [10**3, 10**4, 10**5] if args.quick else [10**4, 10**6, 10**7]
     run(sizes, [1, 2], args.reps, args.out)
 

@@ -153,9 +153,11 @@ def test_quick_run_as_a_process(tmp_path: Path) -> None:
     assert (tmp_path / "scaling_projection.json").is_file()
 
 
-def test_too_few_repetitions_is_one_line(tmp_path: Path) -> None:
+@pytest.mark.parametrize("script", [SCRIPT, SCRIPT.with_name("reply_parts.py")], ids=["scaling_projection", "reply_parts"])
+def test_too_few_repetitions_is_one_line(script: Path, tmp_path: Path) -> None:
+    """Both projection benchmarks take their options from ``scaling.bench_arguments``."""
     out = subprocess.run(
-        [sys.executable, str(SCRIPT), "--quick", "--reps", "2", "--out", str(tmp_path)],
+        [sys.executable, str(script), "--quick", "--reps", "2", "--out", str(tmp_path)],
         capture_output=True, text=True, timeout=PROCESS_WAIT_S, cwd=ROOT, check=False,
     )
     assert out.returncode == 2

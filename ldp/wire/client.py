@@ -8,9 +8,10 @@ it is not up yet), says Hello with its claim, checks that the range in Welcome i
 computed itself, declares its public description in Ready (schema, number of users, budget),
 and answers every round with ``Shard.answer_in_parts`` — validated before any charge, each part
 charged, sampled and committed (on disk first when durable) before it leaves, users over budget
-refused, a second round of a non-interactive session refused. A round's parts are drawn in a
-worker thread while the previous part is written, so the aggregator checks one part while the
-users sample the next (``REPLY_PART_BYTES``). A ``Load`` carries a population sealed by the
+refused, a second round of a non-interactive session refused. A round's first part is drawn on
+the event loop's thread and each later one in a worker thread while the one before it is
+written, so the aggregator checks one part while the users sample the next
+(``REPLY_PART_BYTES``, ``--reply-part-bytes``). A ``Load`` carries a population sealed by the
 experiment; the client opens it with its seal key, checks the range, and hosts it (ledgers of
 data it has seen continue), or reports the failure in ``Ready.error`` and holds no users until
 the next Load.
