@@ -26,14 +26,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import csv
 import os
 import platform
 import statistics
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +40,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling benchmark scaling.py, run as a script or imported
 
-from scaling import ROUND, bench_arguments, population, process_cpu_s  # noqa: E402
+from scaling import ROUND, bench_arguments, population, process_cpu_s, write_results  # noqa: E402
 
 from ldp.local.messages import SessionKind  # noqa: E402
 from ldp.local.session import Request, Session  # noqa: E402
@@ -147,13 +146,7 @@ def run(sizes_n: Sequence[int], processes: Sequence[int], part_sizes: Sequence[i
     rows = [row for n in sizes_n for p in processes for row in asyncio.run(measure(n, p, part_sizes, reps, lambda s: console.print(f"[dim]{s}[/dim]")))]
     grid = f"N ∈ {{{', '.join(f'{n:.0e}' for n in sizes_n)}}}, P ∈ {{{', '.join(map(str, processes))}}}, median of {reps} interleaved repetitions"
     text = markdown(rows, grid, f"{load0:.2f} → {os.getloadavg()[0]:.2f}")
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "reply_parts.md").write_text(text, encoding="utf-8")
-    with (out / "reply_parts.csv").open("w", newline="", encoding="utf-8") as fh:
-        writer = csv.DictWriter(fh, fieldnames=FIELDS)
-        writer.writeheader()
-        for r in rows:
-            writer.writerow(asdict(r))
+    write_results(out, "reply_parts", text, FIELDS, rows)
     plot(rows, out / "reply_parts.png")
     console.print(Markdown(text))
     console.print(f"wrote {out}/reply_parts.{{md,csv,png}} in {time.perf_counter() - started:.0f} s")

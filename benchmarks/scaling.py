@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import csv
 import json
 import os
 import platform
@@ -71,6 +72,17 @@ def process_status(pid: int | str, key: str) -> int:
 
 
 _TICK_S = 1.0 / os.sysconf("SC_CLK_TCK")
+
+
+def write_results(out: Path, name: str, text: str, fields: Sequence[str], rows: Sequence[Any]) -> None:
+    """``out/name.md`` (``text``) and ``out/name.csv`` (the dataclass ``rows``, columns ``fields``)."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{name}.md").write_text(text, encoding="utf-8")
+    with (out / f"{name}.csv").open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(fields))
+        writer.writeheader()
+        for row in rows:
+            writer.writerow(asdict(row))
 
 
 def bench_arguments(description: str, quick: str, reps: int, out: str, argv: Sequence[str] | None) -> argparse.Namespace:

@@ -76,7 +76,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import csv
 import json
 import math
 import os
@@ -93,7 +92,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling benchmark scaling.py, run as a script or imported
 
-from scaling import REPORT_BYTES, ROUND, bench_arguments, memory_round, population, process_cpu_s, process_status  # noqa: E402
+from scaling import REPORT_BYTES, ROUND, bench_arguments, memory_round, population, process_cpu_s, process_status, write_results  # noqa: E402
 
 from ldp.local.messages import SessionKind  # noqa: E402
 from ldp.local.oracle import InProcessLROracle, LROracle  # noqa: E402
@@ -571,13 +570,7 @@ def run(sizes: Sequence[int], processes: Sequence[int], reps: int, out: Path) ->
     lo, hi = sorted(measured)[-2:]
     a_two = (measured[hi]["gRPC 2"]["aggregator_cpu_s"] - measured[lo]["gRPC 2"]["aggregator_cpu_s"]) / (hi - lo) if 2 in processes else float("nan")
     text = markdown(costs, a_two, table, two, sixteen, grid, f"{load0:.2f} → {load1:.2f}")
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "scaling_projection.md").write_text(text, encoding="utf-8")
-    with (out / "scaling_projection.csv").open("w", newline="", encoding="utf-8") as fh:
-        writer = csv.DictWriter(fh, fieldnames=FIELDS)
-        writer.writeheader()
-        for p in table:
-            writer.writerow(asdict(p))
+    write_results(out, "scaling_projection", text, FIELDS, table)
     (out / "scaling_projection.json").write_text(
         json.dumps({"label": LABEL, "costs": asdict(costs), "measured": {str(n): v for n, v in measured.items()}, "check_two": two, "sixteen_core": sixteen}, indent=1),
         encoding="utf-8",
