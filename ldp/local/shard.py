@@ -381,7 +381,7 @@ def _ids(users: range | np.ndarray) -> np.ndarray:
 def _slices(plan: _Planned | Result, part_bytes: int | None) -> list[_Planned | Result]:
     """``plan`` as consecutive slices of its users whose reports fill about ``part_bytes`` each (at
     least ``SAMPLE_CHUNK`` users); one slice for None, an error Result, or a small assignment."""
-    if part_bytes is None or isinstance(plan, Result):
+    if part_bytes is None or isinstance(plan, Result) or len(plan.users) <= SAMPLE_CHUNK:  # a slice is at least SAMPLE_CHUNK users
         return [plan]
     randomizer = plan.randomizer
     columns = getattr(randomizer.randomizer, "report_columns", None)  # rows of packed bits or (hash, y)

@@ -559,14 +559,14 @@ class _Stream:
         loop = asyncio.get_running_loop()
         parts = reply_parts(shard, request_parts, self.pending.limits.reply_part_bytes)
         drawing: asyncio.Future[ReplyPart] = loop.create_future()
-        drawing.set_result(next(parts))  # never raises: reply_parts turns every failure into a final part
+        drawing.set_result(_draw(parts, request_parts))
         try:
             if self.answer_delay_s > 0:
                 await asyncio.sleep(self.answer_delay_s)
             while True:
                 part = await drawing
                 if not part.final:
-                    drawing = loop.run_in_executor(None, next, parts)  # the next part, drawn while this one is written
+                    drawing = loop.run_in_executor(None, _draw, parts, request_parts)  # the next part, drawn while this one is written
                 for m in _encode_reply(part.reply, final=part.final):
                     await self.call.write(m)
                 if part.final:
@@ -577,6 +577,15 @@ class _Stream:
                     await asyncio.shield(drawing)  # a part still being drawn: let it finish
             if drawing.done():  # never close a generator a thread is running (it closes itself when dropped)
                 parts.close()  # the parts drawn stay charged (they may have left); nothing else was charged
+
+
+def _draw(parts: Generator[ReplyPart, None, None], request_parts: list[pb.RoundRequest]) -> ReplyPart:
+    """The next part. ``reply_parts`` turns every failure into a final part; this is the last
+    guard (the process stays up and the round ends with an error, whatever happens)."""
+    try:
+        return next(parts)
+    except Exception as exc:  # noqa: BLE001 - StopIteration included: a reply always ends with a final part
+        return ReplyPart(_round_error(request_parts, f"the shard failed to answer: {type(exc).__name__}: {exc}"), True)
 
 
 def reply_parts(shard: Shard, request_parts: list[pb.RoundRequest], part_bytes: int = REPLY_PART_BYTES) -> Generator[ReplyPart, None, None]:

@@ -29,7 +29,7 @@ def main(argv: list[str]) -> int:
     elif mode == "error-text":
         from ldp.local.shard import ReplyPart
 
-        def error_reply(shard: Any, parts: Any) -> Any:
+        def error_reply(shard: Any, parts: Any, part_bytes: int = 0) -> Any:
             yield ReplyPart(client._round_error(parts, arg), True)  # noqa: SLF001
 
         client.reply_parts = error_reply  # type: ignore[assignment]
