@@ -18,8 +18,8 @@ each repetition a batch of rounds long enough for the clients' 10 ms clock ticks
 - ``a``, the aggregator's CPU per user and round (splitting, sending, receiving, checking and
   merging the reply parts, reassembling, the tally and the estimate — one ``count_nonzero``):
   the same slope for this process; and ``a_e``, the part of it spent after the last reply part
-  arrived (the last shard's ``ReplyCheck.finish`` to the estimate's end: assembly, tally,
-  estimate). The rest, ``a_s = a − a_e``, is spent on parts as they arrive;
+  arrived (from the last shard's reply, told by ``GrpcAggregator.add_reply_observer``, to the
+  estimate's end: assembly, tally, estimate). The rest, ``a_s = a − a_e``, is spent on parts as they arrive;
 - ``F``, the fixed wall time of a round (round trip, protobuf, the event loop): the round's wall
   time at the smallest size with one process, less that size's per-user part;
 - ``r``, the aggregator's extra fixed CPU per additional client process and round: its CPU per
@@ -97,7 +97,6 @@ from scaling import REPORT_BYTES, ROUND, bench_arguments, memory_round, populati
 from ldp.local.messages import SessionKind  # noqa: E402
 from ldp.local.oracle import InProcessLROracle, LROracle  # noqa: E402
 from ldp.local.session import Request, Session  # noqa: E402
-from ldp.wire.codec import ReplyCheck  # noqa: E402
 from ldp.wire.launcher import launch_local  # noqa: E402
 
 LABEL = "projection from per-process costs measured on a 2-core machine"
@@ -302,24 +301,14 @@ def _busy_s() -> float:
     return (sum(values[:8]) - values[3] - values[4]) * _CLOCK_TICK_S
 
 
-# This process's CPU time when a shard's last reply part was taken (``ReplyCheck.finish``): the
-# start of the aggregator's serial work after the parts (a_e). Set by ``_note_finish``.
+# This process's CPU time when a shard's reply was last resolved (its last part checked: the
+# aggregator's public reply observer, ``GrpcAggregator.add_reply_observer``): the start of the
+# aggregator's serial work after the parts (a_e).
 _LAST_FINISH = [0.0]
 
 
-def _note_finish() -> None:
-    """Wrap ``ReplyCheck.finish`` (this process only, a measuring instrument) to note when it ran."""
-    real = ReplyCheck.finish
-    if getattr(real, "noted", False):
-        return
-
-    def finish(self: ReplyCheck) -> Any:
-        reply = real(self)
-        _LAST_FINISH[0] = time.process_time()
-        return reply
-
-    finish.noted = True  # type: ignore[attr-defined]
-    ReplyCheck.finish = finish  # type: ignore[method-assign]
+def _note_finish(shard: str, reply: Any) -> None:
+    _LAST_FINISH[0] = time.process_time()
 
 
 async def _timed_batch(cfg: Config, n: int, rounds: int) -> tuple[float, float, float, float, float]:
@@ -351,7 +340,6 @@ async def _timed_batch(cfg: Config, n: int, rounds: int) -> tuple[float, float, 
 async def measure_size(n: int, processes: Sequence[int], reps: int, log: Any) -> dict[str, dict[str, float]]:
     """Every cost at n users, for in process and each P: medians over ``reps`` interleaved repetitions."""
     out: dict[str, dict[str, float]] = {}
-    _note_finish()
     async with contextlib.AsyncExitStack() as stack:
         t0, c0 = time.perf_counter(), time.process_time()
         inproc = InProcessLROracle(population(n))
@@ -361,6 +349,7 @@ async def measure_size(n: int, processes: Sequence[int], reps: int, log: Any) ->
             oracle = await stack.enter_async_context(launch_local(population(n), processes=p, ready_timeout_s=1800.0))
             ready = time.perf_counter() - t0
             pids = [c.process.pid for c in oracle.clients]  # type: ignore[attr-defined]
+            oracle.aggregator.add_reply_observer(_note_finish)  # type: ignore[attr-defined]
             cfg = Config(f"gRPC {p}", p, oracle, pids, Session(oracle, SessionKind.INTERACTIVE), ready)
             cfg.startup_cpu_s = sum(process_cpu_s(q) for q in pids)  # interpreter, imports, records, connecting
             cfg.loaded_bytes = sum(process_status(q, "VmRSS") for q in pids)

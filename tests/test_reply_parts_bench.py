@@ -29,6 +29,6 @@ def test_quick_run_as_a_process(tmp_path: Path) -> None:
         assert reader.fieldnames == FIELDS
         rows = list(reader)
     assert [int(r["part_bytes"]) for r in rows] == [1 << 16, 1 << 18, 64 << 20]
-    assert float(rows[-1]["wall_vs_one_part"]) == 1.0 and all(float(r["wall_s"]) > 0 for r in rows)
+    assert all(int(r["n"]) == 3 * 10**5 and int(r["processes"]) == 1 and int(r["reps"]) == 3 for r in rows)  # the grid, not the timings
     assert (tmp_path / "reply_parts.png").stat().st_size > 10_000
 

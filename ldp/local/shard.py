@@ -250,7 +250,8 @@ class Shard:
                 result = step if isinstance(step, Result) else self._sample(step, charges)
                 results.append(result)
                 size += result.values.nbytes
-                if final or (part_bytes is not None and size >= part_bytes):
+                closes = final or (part_bytes is not None and size >= part_bytes)
+                if closes:
                     self._store.commit()  # durable stores: the part's charges are on disk before its reports leave
             except Exception as exc:  # noqa: BLE001 - a sampler bug or a failed commit must not leave charges without reports
                 for ledger, charge in reversed(charges):
@@ -261,7 +262,7 @@ class Shard:
                 return
             if self.observer is not None:
                 asked.append(assignment if isinstance(step, Result) else _slice_of(assignment, step.users))
-            if final or (part_bytes is not None and size >= part_bytes):
+            if closes:
                 charges.clear()  # committed: they go with the part
                 part = ReplyPart(RoundReply(session, round_, tuple(results)), final)
                 yield self._observed(request, part, None if start == 0 and final else asked)

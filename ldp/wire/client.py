@@ -558,30 +558,29 @@ class _Stream:
         no thread runs it."""
         loop = asyncio.get_running_loop()
         parts = reply_parts(shard, request_parts, self.pending.limits.reply_part_bytes)
-        drawing: asyncio.Future[ReplyPart] = loop.create_future()
-        drawing.set_result(_draw(parts, request_parts))
+        drawing: asyncio.Future[ReplyPart] | None = None
         try:
+            part = _draw(parts, request_parts)
             if self.answer_delay_s > 0:
                 await asyncio.sleep(self.answer_delay_s)
             while True:
-                part = await drawing
-                if not part.final:
-                    drawing = loop.run_in_executor(None, _draw, parts, request_parts)  # the next part, drawn while this one is written
+                drawing = None if part.final else loop.run_in_executor(None, _draw, parts, request_parts)  # the next part, drawn while this one is written
                 for m in _encode_reply(part.reply, final=part.final):
                     await self.call.write(m)
-                if part.final:
+                if drawing is None:
                     return
+                part = await drawing
         finally:
-            if not drawing.done():
+            if drawing is not None and not drawing.done():
                 with contextlib.suppress(BaseException):
                     await asyncio.shield(drawing)  # a part still being drawn: let it finish
-            if drawing.done():  # never close a generator a thread is running (it closes itself when dropped)
+            if drawing is None or drawing.done():  # never close a generator a thread is running (it closes itself when dropped)
                 parts.close()  # the parts drawn stay charged (they may have left); nothing else was charged
 
 
 def _draw(parts: Generator[ReplyPart, None, None], request_parts: list[pb.RoundRequest]) -> ReplyPart:
-    """The next part. ``reply_parts`` turns every failure into a final part; this is the last
-    guard (the process stays up and the round ends with an error, whatever happens)."""
+    """The next part of a reply; an unexpected failure becomes the round's final, error part (the
+    one guard of a round's answer: the process stays up and the round ends, whatever happens)."""
     try:
         return next(parts)
     except Exception as exc:  # noqa: BLE001 - StopIteration included: a reply always ends with a final part
@@ -590,27 +589,14 @@ def _draw(parts: Generator[ReplyPart, None, None], request_parts: list[pb.RoundR
 
 def reply_parts(shard: Shard, request_parts: list[pb.RoundRequest], part_bytes: int = REPLY_PART_BYTES) -> Generator[ReplyPart, None, None]:
     """The parts of ``shard``'s reply to a round request (``Shard.answer_in_parts``, parts of
-    about ``part_bytes`` of reports), ending with the final one. A malformed request or an
-    unexpected failure becomes a final error part: nothing here raises."""
+    about ``part_bytes`` of reports), ending with the final one; a malformed request is a final
+    error part. Drawn through ``_draw``, which turns any other failure into one."""
     try:
         request: RoundRequest = codec.decode_request(request_parts)
     except Exception as exc:  # noqa: BLE001 - ParameterError, ValueError, RecursionError (deep JSON), MemoryError...
         yield ReplyPart(_round_error(request_parts, f"malformed round request: {type(exc).__name__}: {exc}"), True)
         return
-    parts = shard.answer_in_parts(request, part_bytes)
-    try:
-        while True:
-            try:
-                part = next(parts)
-            except StopIteration:  # pragma: no cover - a shard's parts always end with a final one
-                part = ReplyPart(_round_error(request_parts, "the shard ended its answer without a final part"), True)
-            except Exception as exc:  # noqa: BLE001 - the process must stay up and say what went wrong
-                part = ReplyPart(_round_error(request_parts, f"the shard failed to answer: {type(exc).__name__}: {exc}"), True)
-            yield part
-            if part.final:
-                return
-    finally:
-        parts.close()
+    yield from shard.answer_in_parts(request, part_bytes)
 
 
 def _encode_reply(reply: RoundReply, final: bool = True) -> list[pb.ClientMessage]:

@@ -8,7 +8,7 @@ at the edges of its type: 0, −1 (int32), 2^31, 2^32 − 1, 2^63 − 1, 2^63, 2
 and 0, −0, −1, the smallest subnormal, 1e300, NaN and ±inf for doubles.
 
 - In process, with hypothesis: any mix of edge values in a RoundRequest, answered by the code a
-  client runs (``ldp.wire.client.reply_parts`` over a ``Shard``), gives a reply whose every error
+  client runs (``ldp.wire.client.reply_parts`` over a ``Shard``, drawn through ``_draw``), gives a reply whose every error
   text is a validation message: no builtin exception's name (OverflowError, TypeError, ...) in
   it, nothing charged for a refused request, and nothing raises.
 - The aggregator's API side: a ``RoundRequest`` either refuses an edge value with a
@@ -44,7 +44,7 @@ from ldp.local.messages import Assignment, RoundReply, RoundRequest, SessionKind
 from ldp.local.shard import Shard
 from ldp.wire import codec
 from ldp.wire.aggregator import ShardClaim
-from ldp.wire.client import reply_parts
+from ldp.wire.client import _draw, reply_parts
 from ldp.wire.client_config import ClientConfig
 from ldp.wire.launcher import spawn_clients, stop_clients
 from ldp.wire.sealed import new_seal_key, seal_population
@@ -71,7 +71,7 @@ RAW = re.compile(r"\b(" + "|".join(sorted({n for n, v in vars(builtins).items() 
 
 def _answer(shard: Shard, part: pb.RoundRequest) -> RoundReply:
     """The client's reply to a one-part request, by the code it runs (a round this small is one part)."""
-    (only,) = reply_parts(shard, [part])
+    only = _draw(reply_parts(shard, [part]), [part])
     assert only.final
     return only.reply
 
